@@ -1,0 +1,60 @@
+import { GitError } from '../errors.js';
+
+/** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
+export interface Io {
+  out(text: string): void;
+  err(text: string): void;
+  stderrIsTty: boolean;
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+}
+
+export function processIo(): Io {
+  return {
+    out: (t) => void process.stdout.write(t),
+    err: (t) => void process.stderr.write(t),
+    stderrIsTty: process.stderr.isTTY === true,
+    env: process.env,
+    cwd: process.cwd(),
+  };
+}
+
+/** Usage errors exit 129 with the usage text, like git's parse-options. */
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    readonly usage: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Turns a thrown error into git's report and exit code. */
+export function reportError(io: Io, e: unknown): number {
+  if (e instanceof UsageError) {
+    if (e.message) io.err(`error: ${e.message}\n`);
+    io.err(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    return 129;
+  }
+  if (e instanceof GitError) {
+    if (e.code === 'usage') {
+      io.err(`error: ${e.message}\n`);
+      return 129;
+    }
+    io.err(`fatal: ${e.message}\n`);
+    return 128;
+  }
+  if (e instanceof Error && e.name === 'AbortError') {
+    io.err('fatal: interrupted\n');
+    return 130;
+  }
+  const err = e as NodeJS.ErrnoException;
+  if (err && typeof err.code === 'string' && typeof err.syscall === 'string') {
+    io.err(`fatal: ${err.message}\n`);
+    return 128;
+  }
+  // A bug, not bad input: still no stack trace on the user's terminal unless asked for.
+  io.err(`fatal: internal error: ${(e as Error)?.message ?? String(e)}\n`);
+  if (process.env.GIT_REPACK_TS_DEBUG) io.err(`${(e as Error)?.stack ?? ''}\n`);
+  return 128;
+}

@@ -1,0 +1,111 @@
+import { spawnSync } from 'node:child_process';
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { GitError } from '../errors.js';
+import { type Io, UsageError, processIo, reportError } from './io.js';
+
+/** What every subcommand gets: where to run and the process boundary. */
+export interface CliContext {
+  io: Io;
+  /** After all `-C` options. */
+  cwd: string;
+  /** `--git-dir`, if given (GIT_DIR is read from io.env by discovery). */
+  gitDir: string | undefined;
+}
+
+export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [<repack-options>]
+   or: git repack-ts verify [-v | --verbose] [-s | --stat-only] [--json] [--] [<pack>...]
+   or: git repack-ts inspect [--json]
+   or: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters] [--stdin [--literally]] [--] <file>...
+   or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
+
+Rewrite the repository's packs with per-type zlib levels, keeping every delta.
+See 'git help repack-ts' for the options of each command.
+`;
+
+type Runner = (args: string[], ctx: CliContext) => Promise<number>;
+
+const COMMANDS: Record<string, () => Promise<Runner>> = {
+  verify: async () => (await import('./verify.js')).runVerify,
+  inspect: async () => (await import('./inspect.js')).runInspect,
+};
+
+function version(): string {
+  return '0.1.0';
+}
+
+function showManPage(io: Io): number {
+  // `git repack-ts --help` is turned into `git help repack-ts` by git itself; this covers
+  // `git-repack-ts --help` run directly.
+  const r = spawnSync('man', ['git-repack-ts'], { stdio: 'inherit', env: io.env });
+  if (r.status === 0) return 0;
+  io.out(MAIN_USAGE);
+  return 0;
+}
+
+export async function main(args: string[], io: Io): Promise<number> {
+  try {
+    let cwd = io.cwd;
+    let gitDir: string | undefined;
+    let i = 0;
+    const need = (opt: string): string => {
+      const v = args[i + 1];
+      if (v === undefined) throw new UsageError(`option '${opt}' requires a value`, MAIN_USAGE);
+      i += 2;
+      return v;
+    };
+    for (;;) {
+      const a = args[i];
+      if (a === undefined) break;
+      if (a === '-C' || (a.startsWith('-C') && a.length > 2)) {
+        const p = a === '-C' ? need('-C') : (i++, a.slice(2));
+        if (p === '') continue; // git ignores `-C ""`
+        const next = resolve(cwd, p);
+        let ok = false;
+        try {
+          ok = statSync(next).isDirectory();
+        } catch {
+          ok = false;
+        }
+        if (!ok) throw new GitError('io', `cannot change to '${p}': No such file or directory`);
+        cwd = next;
+        continue;
+      }
+      if (a === '--git-dir') {
+        gitDir = resolve(cwd, need('--git-dir'));
+        continue;
+      }
+      if (a.startsWith('--git-dir=')) {
+        gitDir = resolve(cwd, a.slice('--git-dir='.length));
+        i++;
+        continue;
+      }
+      if (a === '-h') throw new UsageError('', MAIN_USAGE);
+      if (a === '--help') return showManPage(io);
+      if (a === '--version') {
+        io.out(`git-repack-ts version ${version()}\n`);
+        return 0;
+      }
+      break;
+    }
+    const rest = args.slice(i);
+    let name = 'repack';
+    if (rest[0] !== undefined && !rest[0].startsWith('-')) {
+      if (!(rest[0] in COMMANDS)) throw new UsageError(`unknown command '${rest[0]}'`, MAIN_USAGE);
+      name = rest.shift()!;
+    }
+    const load = COMMANDS[name];
+    if (load === undefined) throw new UsageError(`the '${name}' command is not available yet`, MAIN_USAGE);
+    const run = await load();
+    return await run(rest, { io, cwd, gitDir });
+  } catch (e) {
+    return reportError(io, e);
+  }
+}
+
+/** The bin entry: run, then exit with git's code once output has drained. */
+export async function run(): Promise<void> {
+  const io = processIo();
+  const code = await main(process.argv.slice(2), io);
+  process.exitCode = code;
+}

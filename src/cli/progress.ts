@@ -1,0 +1,61 @@
+import type { Io } from './io.js';
+
+/** git-style progress on stderr: `Title:  42% (420/1000)` rewritten in place, then `, done.` */
+export class Progress {
+  private last = -1;
+  private lastTime = 0;
+  private lastDone = 0;
+
+  constructor(
+    private readonly io: Io,
+    private readonly title: string,
+    private readonly total: number,
+  ) {}
+
+  update(done: number): void {
+    this.lastDone = done;
+    const now = Date.now();
+    const pct = this.total > 0 ? Math.floor((done * 100) / this.total) : -1;
+    if (pct === this.last && now - this.lastTime < 1000) return;
+    if (now - this.lastTime < 100 && pct !== 100) return;
+    this.last = pct;
+    this.lastTime = now;
+    this.io.err(`\r${this.line(done)}`);
+  }
+
+  private line(done: number): string {
+    if (this.total > 0) {
+      const pct = Math.floor((done * 100) / this.total);
+      return `${this.title}: ${String(pct).padStart(3)}% (${done}/${this.total})`;
+    }
+    return `${this.title}: ${done}`;
+  }
+
+  stop(done = this.lastDone): void {
+    this.io.err(`\r${this.line(done)}, done.\n`);
+  }
+}
+
+/** Progress is shown when stderr is a terminal, unless `-q`; `--progress`/`--no-progress` override. */
+export function wantProgress(io: Io, opts: { quiet?: boolean | undefined; progress?: boolean | undefined }): boolean {
+  if (opts.progress !== undefined) return opts.progress;
+  return io.stderrIsTty && !opts.quiet;
+}
+
+/** One progress line per phase name, from a callback of (phase, done, total). */
+export function phaseReporter(io: Io, enabled: boolean): ((phase: string, done: number, total: number) => void) | undefined {
+  if (!enabled) return undefined;
+  let current: { name: string; p: Progress; total: number } | undefined;
+  return (phase, done, total) => {
+    if (current && current.name !== phase) {
+      current.p.stop();
+      current = undefined;
+    }
+    if (!current) current = { name: phase, p: new Progress(io, phase[0]!.toUpperCase() + phase.slice(1), total), total };
+    current.p.update(done);
+    if (done >= total && total > 0) {
+      current.p.stop(done);
+      current = undefined;
+    }
+  };
+}

@@ -1,0 +1,245 @@
+import { readFileSync } from 'node:fs';
+import { GitError } from '../errors.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
+import { objectHeader } from '../hash/algo.js';
+import { applyDelta } from '../delta/apply.js';
+import { idxChecksumOk } from '../format/idx.js';
+import { parseRev } from '../format/rev.js';
+import { typeName } from '../format/object-type.js';
+import { Pack } from '../store/pack.js';
+import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type ScanProblem } from '../store/pack-scan.js';
+import { MAX_DELTA_DEPTH } from '../store/odb.js';
+
+export interface VerifyPackResult {
+  pack: string;
+  ok: boolean;
+  objects: number;
+  nonDelta: number;
+  /** chainLengths[d-1] = number of deltas at depth d. */
+  chainLengths: number[];
+  problems: ScanProblem[];
+  /** Problems past the reporting cap. */
+  moreProblems: number;
+}
+
+export interface VerifyOptions {
+  /** Receives `git verify-pack -v` object lines in pack order when set. */
+  verboseLine?: (line: string) => void;
+  onProgress?: (phase: string, done: number, total: number) => void;
+  signal?: AbortSignal;
+}
+
+const MAX_REPORTED = 50;
+
+/**
+ * Verifies one pack like `git verify-pack` / `git index-pack --verify`: trailer checksums of pack
+ * and idx, idx order and fanout, every entry's CRC32, every object re-hashed (deltas resolved base
+ * first with an explicit stack), the `.rev` when present.
+ */
+export function verifyPack(packPath: string, idxPath: string, algo: HashAlgo, opts: VerifyOptions = {}): VerifyPackResult {
+  const result: VerifyPackResult = { pack: packPath, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [], moreProblems: 0 };
+  const problem = (p: ScanProblem): void => {
+    if (result.problems.length < MAX_REPORTED) result.problems.push(p);
+    else result.moreProblems++;
+  };
+  let pack: Pack;
+  try {
+    pack = Pack.open(packPath, algo, idxPath);
+  } catch (e) {
+    if (!(e instanceof GitError)) throw e;
+    problem({ file: e.file ?? packPath, offset: e.offset ?? 0, message: stripWhere(e) });
+    return result;
+  }
+  try {
+    verifyOpened(pack, opts, result, problem);
+  } finally {
+    pack.close();
+  }
+  result.ok = result.problems.length === 0;
+  return result;
+}
+
+function stripWhere(e: GitError): string {
+  let m = e.message;
+  if (e.file !== undefined && m.startsWith(`${e.file}: `)) m = m.slice(e.file.length + 2);
+  return m.replace(/ at offset \d+$/, '');
+}
+
+function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): void {
+  const { idx, algo } = pack;
+  const n = pack.count;
+  result.objects = n;
+  const len = algo.len;
+
+  // The idx: its own checksum, ids strictly increasing, fanout consistent with them.
+  const idxBuf = readFileSync(pack.idxPath);
+  if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
+  for (let i = 1; i < n; i++) {
+    if (idx.ids.compare(idx.ids, (i - 1) * len, i * len, i * len, (i + 1) * len) <= 0) {
+      problem({ file: pack.idxPath, offset: 0, message: `object ids out of order at index position ${i}` });
+      break;
+    }
+  }
+  for (let b = 0, i = 0; b < 256; b++) {
+    while (i < n && idx.ids[i * len]! <= b) i++;
+    if (idx.fanout[b] !== i) {
+      problem({ file: pack.idxPath, offset: (idx.version === 2 ? 8 : 0) + b * 4, message: `fanout entry ${b} does not match the ids` });
+      break;
+    }
+  }
+  const sorted = pack.sortedOffsets;
+  for (let i = 1; i < n; i++) {
+    if (sorted[i] === sorted[i - 1]) {
+      problem({ file: pack.idxPath, offset: 0, message: `two index entries share pack offset ${sorted[i]}` });
+      break;
+    }
+  }
+
+  // The pack's own trailer.
+  opts.onProgress?.('checksum', 0, 1);
+  const sum = pack.checksumOk();
+  if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
+
+  // The .rev, when there is one, must describe this pack's order.
+  if (pack.hasRev) {
+    const revPath = pack.packPath.replace(/\.pack$/, '.rev');
+    try {
+      const buf = readFileSync(revPath);
+      const order = parseRev(buf, n, algo, revPath);
+      const want = pack.order;
+      for (let i = 0; i < n; i++) {
+        if (order[i] !== want[i]) {
+          problem({ file: revPath, offset: 12 + 4 * i, message: 'reverse index does not match pack order' });
+          break;
+        }
+      }
+      if (!idxChecksumOk(buf, algo)) problem({ file: revPath, offset: buf.length - len, message: 'reverse-index checksum mismatch' });
+      if (!buf.subarray(buf.length - 2 * len, buf.length - len).equals(idx.packChecksum)) {
+        problem({ file: revPath, offset: buf.length - 2 * len, message: 'reverse index belongs to another pack' });
+      }
+    } catch (e) {
+      if (!(e instanceof GitError)) throw e;
+      problem({ file: e.file ?? revPath, offset: e.offset ?? 0, message: stripWhere(e) });
+    }
+  }
+
+  // Entries: headers, CRCs, bases.
+  const scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('scanning', d, n) });
+  opts.signal?.throwIfAborted();
+
+  // Objects: inflate, resolve and re-hash, base first.
+  const depth = new Uint16Array(n);
+  const realType = new Uint8Array(n);
+  const done = new Uint8Array(n);
+  const { start, list } = childrenOf(scan.parent, pack.order);
+  const order = pack.order;
+  let resolved = 0;
+  const checkId = (j: number, type: number, data: Buffer): void => {
+    const h = algo.create();
+    h.update(objectHeader(typeName(type), data.length));
+    h.update(data);
+    const id = h.digest();
+    if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
+      problem({ file: pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
+    }
+  };
+  const load = (j: number): Buffer | undefined => {
+    try {
+      return pack.inflate(pack.entry(j));
+    } catch (e) {
+      if (!(e instanceof GitError)) throw e;
+      problem({ file: pack.packPath, offset: e.offset ?? idx.offsets[j]!, message: stripWhere(e) });
+      return undefined;
+    }
+  };
+  interface Frame {
+    j: number;
+    data: Buffer;
+    next: number;
+  }
+  for (let i = 0; i < n; i++) {
+    const root = order[i]!;
+    if (scan.parent[root] !== NO_PARENT) continue;
+    const rootData = load(root);
+    done[root] = 1;
+    if (rootData === undefined) continue;
+    const type = scan.type[root]!;
+    realType[root] = type;
+    checkId(root, type, rootData);
+    resolved++;
+    if ((resolved & 0x3fff) === 0) {
+      opts.onProgress?.('resolving', resolved, n);
+      opts.signal?.throwIfAborted();
+    }
+    const stack: Frame[] = [{ j: root, data: rootData, next: start[root]! }];
+    while (stack.length > 0) {
+      const f = stack[stack.length - 1]!;
+      if (f.next >= start[f.j + 1]!) {
+        stack.pop();
+        continue;
+      }
+      const c = list[f.next++]!;
+      done[c] = 1;
+      if (stack.length > MAX_DELTA_DEPTH) {
+        problem({ file: pack.packPath, offset: idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
+        continue;
+      }
+      const delta = load(c);
+      if (delta === undefined) continue;
+      let data: Buffer;
+      try {
+        data = applyDelta(f.data, delta);
+      } catch (e) {
+        problem({ file: pack.packPath, offset: idx.offsets[c]!, message: (e as Error).message });
+        continue;
+      }
+      realType[c] = type;
+      depth[c] = stack.length;
+      checkId(c, type, data);
+      resolved++;
+      if ((resolved & 0x3fff) === 0) opts.onProgress?.('resolving', resolved, n);
+      if (start[c + 1]! > start[c]!) stack.push({ j: c, data, next: start[c]! });
+    }
+  }
+  for (let j = 0; j < n; j++) {
+    if (done[j]) continue;
+    const p = scan.parent[j]!;
+    if (p === BROKEN) continue; // already reported by the scan
+    const why =
+      p === EXTERNAL_PARENT
+        ? `delta base ${toHex(scan.externalBase.get(j)!)} is not in this pack`
+        : 'delta never resolved (its base chain is broken or forms a cycle)';
+    problem({ file: pack.packPath, offset: idx.offsets[j]!, message: why });
+  }
+
+  // verify-pack -v statistics (git's `show_pack_info`).
+  let deepest = 0;
+  for (let j = 0; j < n; j++) if (depth[j]! > deepest) deepest = depth[j]!;
+  const hist = new Array<number>(deepest).fill(0);
+  for (let j = 0; j < n; j++) {
+    if (scan.parent[j] === NO_PARENT) result.nonDelta++;
+    else if (depth[j]! > 0) hist[depth[j]! - 1]!++;
+  }
+  result.chainLengths = hist;
+  if (opts.verboseLine) {
+    const ends = pack.ends;
+    for (let i = 0; i < n; i++) {
+      const j = order[i]!;
+      const off = idx.offsets[j]!;
+      let line = `${toHex(idx.ids, j * len, len)} ${typeName(realType[j]!).padEnd(6)} ${scan.size[j]} ${ends[j]! - off} ${off}`;
+      const p = scan.parent[j]!;
+      if (p >= 0) line += ` ${depth[j]} ${toHex(idx.ids, p * len, len)}`;
+      opts.verboseLine(line);
+    }
+  }
+}
+
+/** The trailing lines of `git verify-pack -v` for one pack. */
+export function verifySummaryLines(r: VerifyPackResult): string[] {
+  const out: string[] = [];
+  if (r.nonDelta) out.push(`non delta: ${r.nonDelta} object${r.nonDelta === 1 ? '' : 's'}`);
+  r.chainLengths.forEach((c, i) => {
+    if (c) out.push(`chain length = ${i + 1}: ${c} object${c === 1 ? '' : 's'}`);
+  });
+  return out;
+}

@@ -1,0 +1,81 @@
+import { GitError } from '../errors.js';
+
+/** Declared source and target sizes at the start of a delta (git's `get_delta_hdr_size`). */
+export interface DeltaHeader {
+  srcSize: number;
+  dstSize: number;
+  /** Where the instructions start. */
+  pos: number;
+}
+
+export class DeltaError extends GitError {
+  constructor(message: string) {
+    super('bad-delta', message);
+  }
+}
+
+function varint(delta: Uint8Array, pos: number): [number, number] {
+  let v = 0;
+  let mul = 1;
+  let p = pos;
+  for (;;) {
+    if (p >= delta.length) throw new DeltaError('delta header truncated');
+    const c = delta[p++]!;
+    v += (c & 0x7f) * mul;
+    if (!(c & 0x80)) break;
+    mul *= 128;
+    if (mul > 2 ** 49) throw new DeltaError('delta header size overflows');
+  }
+  return [v, p];
+}
+
+export function parseDeltaHeader(delta: Uint8Array): DeltaHeader {
+  const [srcSize, p1] = varint(delta, 0);
+  const [dstSize, p2] = varint(delta, p1);
+  return { srcSize, dstSize, pos: p2 };
+}
+
+/**
+ * Applies `delta` to `base` (git's `patch_delta`): both declared sizes are checked, every copy is
+ * range-checked against the base and the result, and the result must be filled exactly.
+ * `maxSize` bounds the allocation of a hostile declared result size.
+ */
+export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER): Buffer {
+  const { srcSize, dstSize, pos } = parseDeltaHeader(delta);
+  if (srcSize !== base.length) throw new DeltaError(`delta base size ${srcSize} does not match base object size ${base.length}`);
+  if (dstSize > maxSize) throw new DeltaError(`delta result size ${dstSize} exceeds limit ${maxSize}`);
+  const out = Buffer.allocUnsafe(dstSize);
+  let o = 0;
+  let p = pos;
+  const end = delta.length;
+  while (p < end) {
+    const cmd = delta[p++]!;
+    if (cmd & 0x80) {
+      let off = 0;
+      let size = 0;
+      if (cmd & 0x01) off = delta[p++]!;
+      if (cmd & 0x02) off |= delta[p++]! << 8;
+      if (cmd & 0x04) off |= delta[p++]! << 16;
+      if (cmd & 0x08) off += delta[p++]! * 0x1000000;
+      if (cmd & 0x10) size = delta[p++]!;
+      if (cmd & 0x20) size |= delta[p++]! << 8;
+      if (cmd & 0x40) size |= delta[p++]! << 16;
+      if (size === 0) size = 0x10000;
+      if (p > end) throw new DeltaError('delta copy instruction truncated');
+      if (off + size > base.length || o + size > dstSize) {
+        throw new DeltaError(`delta copy out of range (offset ${off}, size ${size}, base ${base.length}, result ${dstSize})`);
+      }
+      out.set(base.subarray(off, off + size), o);
+      o += size;
+    } else if (cmd !== 0) {
+      if (p + cmd > end || o + cmd > dstSize) throw new DeltaError('delta insert out of range');
+      out.set(delta.subarray(p, p + cmd), o);
+      o += cmd;
+      p += cmd;
+    } else {
+      throw new DeltaError('unexpected delta opcode 0');
+    }
+  }
+  if (o !== dstSize) throw new DeltaError(`delta result size ${o} does not match declared ${dstSize}`);
+  return out;
+}

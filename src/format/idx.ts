@@ -1,0 +1,176 @@
+import type { HashAlgo } from '../hash/algo.js';
+import { corrupt } from '../errors.js';
+
+const IDX_MAGIC = 0xff744f63; // "\377tOc"
+const FANOUT_BYTES = 256 * 4;
+/** Offsets above this go to the 64-bit table (git's default `pack_idx_opts.off32_limit`). */
+export const DEFAULT_OFF32_LIMIT = 0x7fffffff;
+
+/**
+ * A pack's `.idx` (v1 or v2), parsed once into typed arrays: ids stay bytes in one buffer,
+ * sorted as in the file. Lookup is fanout plus binary search (git's `bsearch_pack`).
+ */
+export class PackIndex {
+  constructor(
+    readonly file: string,
+    readonly version: 1 | 2,
+    readonly algo: HashAlgo,
+    readonly count: number,
+    readonly fanout: Uint32Array,
+    /** `count * algo.len` bytes, sorted. */
+    readonly ids: Buffer,
+    readonly offsets: Float64Array,
+    /** CRC32 of each entry's raw bytes; null for idx v1, which has none. */
+    readonly crcs: Uint32Array | null,
+    readonly packChecksum: Buffer,
+    readonly idxChecksum: Buffer,
+    /** How many offsets the 64-bit table holds (v2). */
+    readonly largeOffsets: number,
+  ) {}
+
+  /** Position of `id` (the `len` bytes at `pos` of `buf`), or -1. */
+  find(buf: Uint8Array, pos: number): number {
+    const len = this.algo.len;
+    const first = buf[pos]!;
+    let lo = first === 0 ? 0 : this.fanout[first - 1]!;
+    let hi = this.fanout[first]!;
+    const ids = this.ids;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      const c = ids.compare(buf, pos, pos + len, mid * len, mid * len + len);
+      if (c === 0) return mid;
+      if (c < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return -1;
+  }
+
+  idAt(i: number): Buffer {
+    const len = this.algo.len;
+    return this.ids.subarray(i * len, i * len + len);
+  }
+}
+
+/** Parses an `.idx` file held in memory (its size grows with the object count, not the pack). */
+export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
+  const len = algo.len;
+  if (buf.length < FANOUT_BYTES + 2 * len) throw corrupt('bad-idx', file, 0, 'index file too small');
+  const v2 = buf.readUInt32BE(0) === IDX_MAGIC;
+  const fanoutAt = v2 ? 8 : 0;
+  if (v2) {
+    const version = buf.readUInt32BE(4);
+    if (version !== 2) throw corrupt('bad-idx', file, 4, `index version ${version} unsupported`);
+  }
+  if (buf.length < fanoutAt + FANOUT_BYTES + 2 * len) throw corrupt('bad-idx', file, 0, 'index file too small');
+  const fanout = new Uint32Array(256);
+  let prev = 0;
+  for (let i = 0; i < 256; i++) {
+    const n = buf.readUInt32BE(fanoutAt + i * 4);
+    if (n < prev) throw corrupt('bad-idx', file, fanoutAt + i * 4, 'non-monotonic fanout');
+    fanout[i] = prev = n;
+  }
+  const count = prev;
+  const body = fanoutAt + FANOUT_BYTES;
+  const trailer = buf.length - 2 * len;
+  const packChecksum = buf.subarray(trailer, trailer + len);
+  const idxChecksum = buf.subarray(trailer + len);
+  const offsets = new Float64Array(count);
+
+  if (!v2) {
+    const rec = 4 + len;
+    if (body + count * rec !== trailer) {
+      throw corrupt('bad-idx', file, 0, `index size ${buf.length} does not match ${count} objects`);
+    }
+    const ids = Buffer.allocUnsafe(count * len);
+    for (let i = 0; i < count; i++) {
+      const at = body + i * rec;
+      offsets[i] = buf.readUInt32BE(at);
+      buf.copy(ids, i * len, at + 4, at + rec);
+    }
+    return new PackIndex(file, 1, algo, count, fanout, ids, offsets, null, packChecksum, idxChecksum, 0);
+  }
+
+  const idsAt = body;
+  const crcAt = idsAt + count * len;
+  const off32At = crcAt + count * 4;
+  const off64At = off32At + count * 4;
+  if (off64At > trailer || (trailer - off64At) % 8 !== 0) {
+    throw corrupt('bad-idx', file, 0, `index size ${buf.length} does not match ${count} objects`);
+  }
+  const largeOffsets = (trailer - off64At) / 8;
+  const crcs = new Uint32Array(count);
+  for (let i = 0; i < count; i++) {
+    crcs[i] = buf.readUInt32BE(crcAt + i * 4);
+    const o = buf.readUInt32BE(off32At + i * 4);
+    if (o & 0x80000000) {
+      const k = o & 0x7fffffff;
+      if (k >= largeOffsets) throw corrupt('bad-idx', file, off32At + i * 4, 'large offset index out of range');
+      const hi = buf.readUInt32BE(off64At + k * 8);
+      const lo = buf.readUInt32BE(off64At + k * 8 + 4);
+      if (hi >= 0x200000) throw corrupt('bad-idx', file, off64At + k * 8, 'offset beyond 2^53');
+      offsets[i] = hi * 0x100000000 + lo;
+    } else {
+      offsets[i] = o;
+    }
+  }
+  const ids = buf.subarray(idsAt, idsAt + count * len);
+  return new PackIndex(file, 2, algo, count, fanout, ids, offsets, crcs, packChecksum, idxChecksum, largeOffsets);
+}
+
+/** Checks the idx trailer hash over everything before it. */
+export function idxChecksumOk(buf: Buffer, algo: HashAlgo): boolean {
+  const h = algo.create();
+  h.update(buf.subarray(0, buf.length - algo.len));
+  return h.digest().equals(buf.subarray(buf.length - algo.len));
+}
+
+/** Entries sorted by id: the input of the idx and rev writers. */
+export interface SortedEntries {
+  count: number;
+  ids: Buffer;
+  offsets: Float64Array;
+  crcs: Uint32Array;
+}
+
+/** Writes an idx v2 exactly as git's `write_idx_file` does (64-bit table past `off32Limit`). */
+export function encodeIdxV2(e: SortedEntries, packChecksum: Uint8Array, algo: HashAlgo, off32Limit = DEFAULT_OFF32_LIMIT): Buffer {
+  const len = algo.len;
+  const n = e.count;
+  let large = 0;
+  for (let i = 0; i < n; i++) if (e.offsets[i]! > off32Limit || e.offsets[i]! >= 0x80000000) large++;
+  const size = 8 + FANOUT_BYTES + n * (len + 8) + large * 8 + 2 * len;
+  const out = Buffer.alloc(size);
+  out.writeUInt32BE(IDX_MAGIC, 0);
+  out.writeUInt32BE(2, 4);
+  const fan = new Uint32Array(256);
+  for (let i = 0; i < n; i++) fan[e.ids[i * len]!]!++;
+  let acc = 0;
+  for (let b = 0; b < 256; b++) {
+    acc += fan[b]!;
+    out.writeUInt32BE(acc, 8 + b * 4);
+  }
+  const idsAt = 8 + FANOUT_BYTES;
+  e.ids.copy(out, idsAt, 0, n * len);
+  const crcAt = idsAt + n * len;
+  const off32At = crcAt + n * 4;
+  const off64At = off32At + n * 4;
+  let k = 0;
+  for (let i = 0; i < n; i++) {
+    out.writeUInt32BE(e.crcs[i]!, crcAt + i * 4);
+    const off = e.offsets[i]!;
+    if (off > off32Limit || off >= 0x80000000) {
+      out.writeUInt32BE((0x80000000 | k) >>> 0, off32At + i * 4);
+      out.writeUInt32BE(Math.floor(off / 0x100000000), off64At + k * 8);
+      out.writeUInt32BE(off % 0x100000000, off64At + k * 8 + 4);
+      k++;
+    } else {
+      out.writeUInt32BE(off, off32At + i * 4);
+    }
+  }
+  const trailer = off64At + large * 8;
+  out.set(packChecksum, trailer);
+  const h = algo.create();
+  h.update(out.subarray(0, trailer + len));
+  h.digest().copy(out, trailer + len);
+  return out;
+}

@@ -1,0 +1,61 @@
+/**
+ * zlib streams at level 0: stored deflate blocks, written directly (no zlib call) the way zlib
+ * itself writes them at Z_NO_COMPRESSION: header 78 01, blocks of at most 65535 bytes, Adler-32.
+ */
+const MAX_STORED = 65535;
+
+export function storedZlibLength(n: number): number {
+  const blocks = Math.max(1, Math.ceil(n / MAX_STORED));
+  return 2 + blocks * 5 + n + 4;
+}
+
+export function adler32(data: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  const len = data.length;
+  let i = 0;
+  while (i < len) {
+    // 5552 is the largest n such that 255n(n+1)/2 + (n+1)(65520) < 2^32 (zlib's NMAX).
+    const end = Math.min(i + 5552, len);
+    for (; i < end; i++) {
+      a += data[i]!;
+      b += a;
+    }
+    a %= 65521;
+    b %= 65521;
+  }
+  return ((b << 16) | a) >>> 0;
+}
+
+/** Writes `data` as a level-0 zlib stream into `out` at `pos`; returns the bytes written. */
+export function writeStoredZlib(data: Uint8Array, out: Uint8Array, pos: number): number {
+  let p = pos;
+  out[p++] = 0x78;
+  out[p++] = 0x01;
+  const n = data.length;
+  let i = 0;
+  do {
+    const len = Math.min(MAX_STORED, n - i);
+    const last = i + len >= n;
+    out[p++] = last ? 1 : 0;
+    out[p++] = len & 0xff;
+    out[p++] = len >> 8;
+    out[p++] = ~len & 0xff;
+    out[p++] = (~len >> 8) & 0xff;
+    out.set(data.subarray(i, i + len), p);
+    p += len;
+    i += len;
+  } while (i < n);
+  const ad = adler32(data);
+  out[p++] = ad >>> 24;
+  out[p++] = (ad >>> 16) & 0xff;
+  out[p++] = (ad >>> 8) & 0xff;
+  out[p++] = ad & 0xff;
+  return p - pos;
+}
+
+export function storedZlib(data: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(storedZlibLength(data.length));
+  writeStoredZlib(data, out, 0);
+  return out;
+}

@@ -1,0 +1,69 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { constants, inflateSync } from 'node:zlib';
+import { corrupt } from '../errors.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
+import { typeFromName, type BaseType } from '../format/object-type.js';
+
+export interface LooseObject {
+  type: BaseType;
+  data: Buffer;
+}
+
+export function loosePath(objectsDir: string, id: Uint8Array): string {
+  const hex = toHex(id);
+  return join(objectsDir, hex.slice(0, 2), hex.slice(2));
+}
+
+/** `"<type> <size>\0"` at the start of a loose object (git's `parse_loose_header`). */
+function parseLooseHeader(buf: Buffer, file: string): { type: BaseType; size: number; len: number } {
+  const nul = buf.indexOf(0);
+  const sp = buf.indexOf(0x20);
+  if (nul < 0 || sp < 0 || sp > nul || nul > 64) throw corrupt('bad-object', file, 0, 'bad loose object header');
+  const type = typeFromName(buf.toString('latin1', 0, sp));
+  const sizeText = buf.toString('latin1', sp + 1, nul);
+  if (type === undefined || !/^(0|[1-9]\d*)$/.test(sizeText)) throw corrupt('bad-object', file, 0, 'bad loose object header');
+  return { type, size: Number(sizeText), len: nul + 1 };
+}
+
+/**
+ * Reads a loose object. The header is inflated first from a prefix (like `unpack_loose_header`),
+ * so the declared size bounds the allocation of the whole object.
+ */
+export function readLooseFile(file: string): LooseObject {
+  const comp = readFileSync(file);
+  let head: Buffer;
+  try {
+    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 4096 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
+  }
+  const h = parseLooseHeader(head, file);
+  let all: Buffer;
+  try {
+    all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
+  } catch (e) {
+    throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+  }
+  if (all.length !== h.len + h.size) throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
+  return { type: h.type, data: all.subarray(h.len) };
+}
+
+/** Every loose object id under `objectsDir` (`xx/yyyy…` files of the right length). */
+export function listLoose(objectsDir: string, algo: HashAlgo): Buffer[] {
+  const out: Buffer[] = [];
+  const rest = algo.len * 2 - 2;
+  const hexRe = new RegExp(`^[0-9a-f]{${rest}}$`);
+  for (let b = 0; b < 256; b++) {
+    const dir = b.toString(16).padStart(2, '0');
+    let names: string[];
+    try {
+      names = readdirSync(join(objectsDir, dir));
+    } catch {
+      continue;
+    }
+    for (const n of names) if (hexRe.test(n)) out.push(Buffer.from(dir + n, 'hex'));
+  }
+  return out;
+}

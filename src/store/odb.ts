@@ -1,0 +1,161 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { GitError, corrupt } from '../errors.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
+import { applyDelta } from '../delta/apply.js';
+import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
+import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
+import { loosePath, readLooseFile } from './loose.js';
+import { Pack } from './pack.js';
+
+/** git's pack.depth ceiling in pack-objects; a deeper chain (or a REF_DELTA cycle) is refused. */
+export const MAX_DELTA_DEPTH = 4095;
+
+export interface ObjectData {
+  type: number;
+  data: Buffer;
+}
+
+/** `.pack` files that have an `.idx`, sorted by name, as git's `prepare_packed_git_one` finds them. */
+export function listPackFiles(objectsDir: string): string[] {
+  const dir = join(objectsDir, 'pack');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => n.endsWith('.pack') && names.includes(n.slice(0, -5) + '.idx'))
+    .sort()
+    .map((n) => join(dir, n));
+}
+
+/**
+ * The objects of a repository: its packs, loose objects and alternates. Reads resolve delta chains
+ * with an explicit loop through one byte-capped LRU delta base cache.
+ */
+export class ObjectDatabase {
+  readonly packs: Pack[] = [];
+  private readonly packIds = new Map<Pack, number>();
+  readonly cache: DeltaBaseCache;
+
+  constructor(
+    readonly algo: HashAlgo,
+    readonly objectDirs: string[],
+    cacheLimit?: number,
+  ) {
+    this.cache = new DeltaBaseCache(cacheLimit);
+  }
+
+  /** Opens every pack of every object directory (the repository's own first). */
+  static open(algo: HashAlgo, objectDirs: string[], cacheLimit?: number): ObjectDatabase {
+    const odb = new ObjectDatabase(algo, objectDirs, cacheLimit);
+    for (const dir of objectDirs) for (const p of listPackFiles(dir)) odb.addPack(Pack.open(p, algo));
+    return odb;
+  }
+
+  addPack(p: Pack): number {
+    const id = this.packs.length;
+    this.packs.push(p);
+    this.packIds.set(p, id);
+    return id;
+  }
+
+  close(): void {
+    for (const p of this.packs) p.close();
+    this.cache.clear();
+  }
+
+  /** Where `id` is: a pack and idx position, or a loose file path. */
+  locate(id: Uint8Array, pos = 0): { pack: Pack; index: number } | { loose: string } | undefined {
+    for (const pack of this.packs) {
+      const j = pack.idx.find(id, pos);
+      if (j >= 0) return { pack, index: j };
+    }
+    const key = id.subarray(pos, pos + this.algo.len);
+    for (const dir of this.objectDirs) {
+      const f = loosePath(dir, key);
+      if (existsSync(f)) return { loose: f };
+    }
+    return undefined;
+  }
+
+  has(id: Uint8Array, pos = 0): boolean {
+    return this.locate(id, pos) !== undefined;
+  }
+
+  read(id: Uint8Array, pos = 0): ObjectData {
+    const where = this.locate(id, pos);
+    if (where === undefined) {
+      throw new GitError('missing-object', `object ${toHex(id, pos, this.algo.len)} not found`);
+    }
+    if ('loose' in where) return readLooseFile(where.loose);
+    return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!);
+  }
+
+  private key(pack: Pack, offset: number): number {
+    return this.packIds.get(pack)! * 2 ** 40 + offset;
+  }
+
+  /**
+   * The object at `offset` of `pack` (git's `unpack_entry`): walk down the chain to a cached or
+   * non-delta base with an explicit stack, then apply the deltas back up, caching each base.
+   */
+  readPacked(pack: Pack, offset: number): ObjectData {
+    const stack: { key: number; delta: Buffer; file: string; offset: number }[] = [];
+    let p = pack;
+    let off = offset;
+    let base: CachedObject;
+    for (;;) {
+      const key = this.key(p, off);
+      const hit = this.cache.get(key);
+      if (hit !== undefined) {
+        base = hit;
+        break;
+      }
+      const e = p.entryAt(off, p.endOf(off));
+      if (isBaseType(e.hdr.type)) {
+        base = { type: e.hdr.type, data: p.inflate(e) };
+        if (stack.length > 0) this.cache.set(key, base);
+        break;
+      }
+      if (stack.length >= MAX_DELTA_DEPTH) {
+        throw corrupt('bad-delta', pack.packPath, offset, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
+      }
+      const delta = p.inflate(e);
+      stack.push({ key, delta, file: p.packPath, offset: off });
+      if (e.hdr.type === OBJ_OFS_DELTA) {
+        off -= e.hdr.baseDistance;
+      } else if (e.hdr.type === OBJ_REF_DELTA) {
+        const j = p.idx.find(e.raw, e.hdr.baseIdPos);
+        if (j >= 0) {
+          off = p.idx.offsets[j]!;
+        } else {
+          const where = this.locate(e.raw, e.hdr.baseIdPos);
+          if (where === undefined) {
+            throw corrupt('missing-object', p.packPath, off, `delta base ${toHex(e.raw, e.hdr.baseIdPos, this.algo.len)} not found`);
+          }
+          if ('loose' in where) {
+            base = readLooseFile(where.loose);
+            break;
+          }
+          p = where.pack;
+          off = p.idx.offsets[where.index]!;
+        }
+      }
+    }
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      let data: Buffer;
+      try {
+        data = applyDelta(base.data, d.delta);
+      } catch (e) {
+        throw corrupt('bad-delta', d.file, d.offset, (e as Error).message);
+      }
+      base = { type: base.type, data };
+      if (stack.length > 0) this.cache.set(d.key, base);
+    }
+    return base;
+  }
+}

@@ -1,0 +1,146 @@
+import { crc32 } from 'node:zlib';
+import { GitError } from '../errors.js';
+import { parseEntryHeader, MAX_ENTRY_HEADER } from '../format/pack.js';
+import { OBJ_OFS_DELTA, OBJ_REF_DELTA } from '../format/object-type.js';
+import type { Pack } from './pack.js';
+
+/** Parent marks in `PackScan.parent`. */
+export const NO_PARENT = -1;
+/** REF_DELTA whose base is not in this pack. */
+export const EXTERNAL_PARENT = -2;
+/** The entry could not be parsed. */
+export const BROKEN = -3;
+
+/**
+ * Everything a sequential pass over a pack's entries learns without inflating them: the
+ * entry type, declared size, header length and base of each entry (by idx position). Memory is
+ * a few typed arrays per object.
+ */
+export interface PackScan {
+  type: Uint8Array;
+  size: Float64Array;
+  headerLen: Uint8Array;
+  /** Base entry's idx position, or NO_PARENT / EXTERNAL_PARENT / BROKEN. */
+  parent: Int32Array;
+  /** For EXTERNAL_PARENT entries: the base id, keyed by idx position. */
+  externalBase: Map<number, Buffer>;
+  /** 1 when the entry's first deflate block is stored (zlib level 0), 2 when the data is not a zlib stream. */
+  stored: Uint8Array;
+  /** zlib FLEVEL (0..3) from the stream header. */
+  flevel: Uint8Array;
+}
+
+export interface ScanProblem {
+  file: string;
+  offset: number;
+  message: string;
+}
+
+/** Position (idx order) of the entry starting at `offset`, by binary search over pack order. */
+export function positionOfOffset(pack: Pack, offset: number): number {
+  const s = pack.sortedOffsets;
+  let lo = 0;
+  let hi = s.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = s[mid]!;
+    if (v === offset) return pack.order[mid]!;
+    if (v < offset) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+/**
+ * One sequential pass (git's `parse_pack_objects` first half, minus the inflate): headers, bases,
+ * CRC32 against the idx when `checkCrc`, and the zlib header of each entry's data.
+ */
+export function scanPack(pack: Pack, opts: { checkCrc: boolean; onProblem: (p: ScanProblem) => void; onProgress?: (done: number) => void }): PackScan {
+  const n = pack.count;
+  const scan: PackScan = {
+    type: new Uint8Array(n),
+    size: new Float64Array(n),
+    headerLen: new Uint8Array(n),
+    parent: new Int32Array(n).fill(BROKEN),
+    externalBase: new Map(),
+    stored: new Uint8Array(n),
+    flevel: new Uint8Array(n),
+  };
+  const crcs = pack.idx.crcs;
+  const file = pack.packPath;
+  let done = 0;
+  if (n > 0 && pack.sortedOffsets[0] !== 12) {
+    opts.onProblem({ file, offset: 12, message: `first entry does not start after the pack header (index says ${pack.sortedOffsets[0]})` });
+  }
+  pack.scan((j, off, raw) => {
+    if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
+    if (opts.checkCrc && crcs !== null) {
+      const c = crc32(raw);
+      if (c !== crcs[j]) {
+        opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${crcs[j]!.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
+      }
+    }
+    let h;
+    try {
+      h = parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), pack.algo.len, file, off);
+    } catch (e) {
+      if (!(e instanceof GitError)) throw e;
+      opts.onProblem({ file, offset: off, message: e.message.replace(`${file}: `, '').replace(/ at offset \d+$/, '') });
+      return;
+    }
+    scan.type[j] = h.type;
+    scan.size[j] = h.size;
+    scan.headerLen[j] = h.headerLen;
+    const z0 = raw[h.headerLen];
+    const z1 = raw[h.headerLen + 1];
+    const z2 = raw[h.headerLen + 2];
+    if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {
+      scan.stored[j] = 2;
+    } else {
+      scan.flevel[j] = z1 >> 6;
+      // BTYPE of the first deflate block: bits 1-2 of the first data byte; 00 = stored.
+      scan.stored[j] = scan.flevel[j] === 0 && z2 !== undefined && ((z2 >> 1) & 3) === 0 ? 1 : 0;
+    }
+    if (h.type === OBJ_OFS_DELTA) {
+      const b = positionOfOffset(pack, off - h.baseDistance);
+      if (b < 0) {
+        opts.onProblem({ file, offset: off, message: `delta base offset ${off - h.baseDistance} is not the start of an entry` });
+        return;
+      }
+      scan.parent[j] = b;
+    } else if (h.type === OBJ_REF_DELTA) {
+      const b = pack.idx.find(raw, h.baseIdPos);
+      if (b >= 0) scan.parent[j] = b;
+      else {
+        scan.parent[j] = EXTERNAL_PARENT;
+        scan.externalBase.set(j, Buffer.from(raw.subarray(h.baseIdPos, h.baseIdPos + pack.algo.len)));
+      }
+    } else {
+      scan.parent[j] = NO_PARENT;
+    }
+  });
+  return scan;
+}
+
+/**
+ * Children of each entry as CSR arrays (base → deltas), for a base-first walk with an explicit
+ * stack; siblings are listed in `order` (pack order keeps reads sequential).
+ */
+export function childrenOf(parent: Int32Array, order: Uint32Array): { start: Int32Array; list: Int32Array } {
+  const n = parent.length;
+  const start = new Int32Array(n + 1);
+  for (let j = 0; j < n; j++) {
+    const p = parent[j]!;
+    if (p >= 0) start[p + 1]!++;
+  }
+  for (let j = 0; j < n; j++) start[j + 1]! += start[j]!;
+  const fill = start.slice(0, n);
+  const list = new Int32Array(start[n]!);
+  for (let i = 0; i < n; i++) {
+    const j = order[i]!;
+    const p = parent[j]!;
+    if (p >= 0) list[fill[p]!++] = j;
+  }
+  return { start, list };
+}
+
