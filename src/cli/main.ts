@@ -26,6 +26,7 @@ See 'git help repack-ts' for the options of each command.
 type Runner = (args: string[], ctx: CliContext) => Promise<number>;
 
 const COMMANDS: Record<string, () => Promise<Runner>> = {
+  repack: async () => (await import('./repack.js')).runRepack,
   verify: async () => (await import('./verify.js')).runVerify,
   inspect: async () => (await import('./inspect.js')).runInspect,
 };

@@ -101,8 +101,8 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
   if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
 
   // The .rev, when there is one, must describe this pack's order.
-  if (pack.hasRev) {
-    const revPath = pack.packPath.replace(/\.pack$/, '.rev');
+  if (pack.revPath !== undefined) {
+    const revPath = pack.revPath;
     try {
       const buf = readFileSync(revPath);
       const order = parseRev(buf, n, algo, revPath);

@@ -108,18 +108,16 @@ export function encodeEntryHeader(type: number, size: number, out: Uint8Array, p
 
 /** OFS_DELTA distance in git's offset encoding (as written by `write_no_reuse_object`). */
 export function encodeOfsDistance(distance: number, out: Uint8Array, pos: number): number {
-  const tmp = new Uint8Array(10);
-  let i = tmp.length - 1;
+  const n = ofsDistanceLength(distance);
   let d = distance;
-  tmp[i] = d & 127;
+  let i = pos + n - 1;
+  out[i] = d & 127;
   d = Math.floor(d / 128);
   while (d > 0) {
     d -= 1;
-    tmp[--i] = 0x80 | (d & 127);
+    out[--i] = 0x80 | (d & 127);
     d = Math.floor(d / 128);
   }
-  const n = tmp.length - i;
-  out.set(tmp.subarray(i), pos);
   return n;
 }
 

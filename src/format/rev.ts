@@ -47,6 +47,19 @@ export function encodeRev(order: Uint32Array, packChecksum: Uint8Array, algo: Ha
 /** Pack order from offsets alone, when there is no `.rev` (git's `create_pack_revindex`). */
 export function packOrderFromOffsets(offsets: Float64Array): Uint32Array {
   const n = offsets.length;
+  // Fast path: offset and position packed in one exactly representable number, sorted natively.
+  let max = 0;
+  for (let i = 0; i < n; i++) if (offsets[i]! > max) max = offsets[i]!;
+  const bits = Math.max(1, Math.ceil(Math.log2(n + 1)));
+  if (max * 2 ** bits < 2 ** 53) {
+    const keys = new Float64Array(n);
+    const scale = 2 ** bits;
+    for (let i = 0; i < n; i++) keys[i] = offsets[i]! * scale + i;
+    keys.sort();
+    const out = new Uint32Array(n);
+    for (let i = 0; i < n; i++) out[i] = keys[i]! % scale;
+    return out;
+  }
   const order = new Uint32Array(n);
   for (let i = 0; i < n; i++) order[i] = i;
   order.sort((a, b) => offsets[a]! - offsets[b]!);

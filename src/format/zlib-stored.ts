@@ -59,3 +59,31 @@ export function storedZlib(data: Uint8Array): Buffer {
   writeStoredZlib(data, out, 0);
   return out;
 }
+
+/**
+ * Inflates a stream made only of stored blocks and compares it with `plain` without zlib: the
+ * block framing (LEN/NLEN), the content and the Adler-32 must all agree. Returns false for any
+ * stream that is not exactly `plain` in stored blocks (the caller then falls back to zlib).
+ */
+export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array): boolean {
+  if (stream.length < 7 || stream[0] !== 0x78 || ((stream[0]! << 8) | stream[1]!) % 31 !== 0 || stream[1]! & 0x20) return false;
+  let p = 2;
+  let i = 0;
+  for (;;) {
+    if (p + 5 > stream.length) return false;
+    const head = stream[p]!;
+    if ((head >> 1) !== 0) return false; // BTYPE must be 00 (and no stray bits)
+    const len = stream[p + 1]! | (stream[p + 2]! << 8);
+    const nlen = stream[p + 3]! | (stream[p + 4]! << 8);
+    if ((len ^ 0xffff) !== nlen) return false;
+    p += 5;
+    if (p + len > stream.length || i + len > plain.length) return false;
+    if (Buffer.compare(stream.subarray(p, p + len), plain.subarray(i, i + len)) !== 0) return false;
+    p += len;
+    i += len;
+    if (head & 1) break;
+  }
+  if (i !== plain.length || p + 4 !== stream.length) return false;
+  const ad = ((stream[p]! << 24) | (stream[p + 1]! << 16) | (stream[p + 2]! << 8) | stream[p + 3]!) >>> 0;
+  return ad === adler32(plain);
+}

@@ -46,6 +46,10 @@ export class GitConfig {
     return (this.entries.get(normalizeKey(key)) ?? []).map((v) => v ?? '');
   }
 
+  keys(): string[] {
+    return [...this.entries.keys()];
+  }
+
   has(key: string): boolean {
     return this.entries.has(normalizeKey(key));
   }

@@ -55,7 +55,10 @@ export function positionOfOffset(pack: Pack, offset: number): number {
  * One sequential pass (git's `parse_pack_objects` first half, minus the inflate): headers, bases,
  * CRC32 against the idx when `checkCrc`, and the zlib header of each entry's data.
  */
-export function scanPack(pack: Pack, opts: { checkCrc: boolean; onProblem: (p: ScanProblem) => void; onProgress?: (done: number) => void }): PackScan {
+export function scanPack(
+  pack: Pack,
+  opts: { checkCrc: boolean; onProblem: (p: ScanProblem) => void; onProgress?: (done: number) => void; onBytes?: (bytes: Buffer) => void },
+): PackScan {
   const n = pack.count;
   const scan: PackScan = {
     type: new Uint8Array(n),
@@ -118,7 +121,7 @@ export function scanPack(pack: Pack, opts: { checkCrc: boolean; onProblem: (p: S
     } else {
       scan.parent[j] = NO_PARENT;
     }
-  });
+  }, undefined, opts.onBytes);
   return scan;
 }
 

@@ -33,7 +33,8 @@ export class Pack {
   private endsCache: Float64Array | undefined;
   private fd: number;
   private scratch = Buffer.allocUnsafe(SCRATCH);
-  readonly hasRev: boolean;
+  /** The `.rev` next to the pack, if there is one. */
+  readonly revPath: string | undefined;
 
   private constructor(
     readonly packPath: string,
@@ -50,7 +51,8 @@ export class Pack {
     this.idx = idx;
     this.version = header.version;
     this.count = header.count;
-    this.hasRev = existsSync(packPath.replace(/\.pack$/, '.rev'));
+    const rev = packPath.endsWith('.pack') ? packPath.slice(0, -5) + '.rev' : undefined;
+    this.revPath = rev !== undefined && existsSync(rev) ? rev : undefined;
   }
 
   /** Opens `<name>.pack` with `<name>.idx`; checks they agree on the object count and checksum. */
@@ -104,8 +106,8 @@ export class Pack {
   get order(): Uint32Array {
     if (this.orderCache) return this.orderCache;
     let order: Uint32Array | undefined;
-    const revPath = this.packPath.replace(/\.pack$/, '.rev');
-    if (this.hasRev) {
+    const revPath = this.revPath;
+    if (revPath !== undefined) {
       try {
         const buf = readFileSync(revPath);
         if (revPackChecksum(buf, this.algo).equals(this.idx.packChecksum)) order = parseRev(buf, this.count, this.algo, revPath);
@@ -166,6 +168,35 @@ export class Pack {
     throw corrupt('bad-pack', this.packPath, offset, 'no object in the index starts at this offset');
   }
 
+  private win: Buffer | undefined;
+  private winStart = 0;
+  private winLen = 0;
+
+  /**
+   * The bytes [offset, end) through a large read-ahead window: cheap for the mostly sequential
+   * reads of a rewrite. The view is valid until the next call; entries larger than the window are
+   * read on their own.
+   */
+  windowed(offset: number, end: number, windowSize = 8 << 20): Buffer {
+    const len = end - offset;
+    if (offset < PACK_HEADER_SIZE || len <= 0 || end > this.dataEnd) {
+      throw corrupt('bad-pack', this.packPath, offset, 'entry offset out of range');
+    }
+    if (len > windowSize) return this.read(offset, len);
+    if (this.win === undefined || offset < this.winStart || end > this.winStart + this.winLen) {
+      this.win ??= Buffer.allocUnsafe(windowSize);
+      this.winStart = offset;
+      this.winLen = Math.min(this.win.length, this.dataEnd - offset);
+      this.read(offset, this.winLen, this.win.subarray(0, this.winLen));
+    }
+    return this.win.subarray(offset - this.winStart, end - this.winStart);
+  }
+
+  /** Drops the read-ahead window (memory goes back once a rewrite has passed this pack). */
+  releaseWindow(): void {
+    this.win = undefined;
+  }
+
   /** Reads `len` bytes at `pos` into a fresh buffer (or `into`). */
   read(pos: number, len: number, into?: Buffer): Buffer {
     if (pos < 0 || pos + len > this.size) throw corrupt('bad-pack', this.packPath, pos, `read of ${len} bytes beyond end of pack`);
@@ -209,14 +240,17 @@ export class Pack {
   /**
    * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
    * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
+   * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
+   * once and in order (for hashing the pack in the same pass).
    */
-  scan(visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = 8 << 20): void {
+  scan(visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = 8 << 20, onBytes?: (bytes: Buffer) => void): void {
     const order = this.order;
     const offs = this.idx.offsets;
     const ends = this.ends;
-    let chunk = Buffer.allocUnsafe(chunkSize);
+    let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(this.dataEnd, 1)));
     let chunkStart = 0;
     let chunkLen = 0;
+    let fed = PACK_HEADER_SIZE;
     for (let i = 0; i < order.length; i++) {
       const j = order[i]!;
       const off = offs[j]!;
@@ -226,7 +260,12 @@ export class Pack {
         throw corrupt('bad-pack', this.packPath, off, 'entry offset out of range');
       }
       if (len > chunkSize) {
-        visit(j, off, this.read(off, len));
+        const big = this.read(off, len);
+        if (onBytes && off === fed) {
+          onBytes(big);
+          fed = end;
+        }
+        visit(j, off, big);
         continue;
       }
       if (off < chunkStart || end > chunkStart + chunkLen) {
@@ -234,6 +273,10 @@ export class Pack {
         chunkLen = Math.min(chunkSize, this.dataEnd - off);
         if (chunk.length < chunkLen) chunk = Buffer.allocUnsafe(chunkLen);
         this.read(off, chunkLen, chunk.subarray(0, chunkLen));
+        if (onBytes && fed >= chunkStart && fed < chunkStart + chunkLen) {
+          onBytes(chunk.subarray(fed - chunkStart, chunkLen));
+          fed = chunkStart + chunkLen;
+        }
       }
       visit(j, off, chunk.subarray(off - chunkStart, end - chunkStart));
     }

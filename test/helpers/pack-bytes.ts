@@ -94,3 +94,26 @@ export function readIdx(idxPath: string, hashLen = 20): IdxInfo {
   }
   return { version: 1, count, oids, offsets, msbEntries: 0, largeOffsetEntries: 0 };
 }
+
+/**
+ * The zlib stream header of the entry at `offset`: skips the type/size varint and the
+ * OFS_DELTA distance or REF_DELTA base id, then reads CMF/FLG and the first block's BTYPE.
+ * `flevel` is zlib's FLEVEL (0 for levels 0-1, 1 for 2-5, 2 for 6, 3 for 7-9); `stored`
+ * means the first deflate block is a stored one.
+ */
+export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { flevel: number; stored: boolean } {
+  let p = offset;
+  let c = pack[p++]!;
+  const type = (c >> 4) & 7;
+  while (c & 0x80) c = pack[p++]!;
+  if (type === OBJ_OFS_DELTA) {
+    c = pack[p++]!;
+    while (c & 0x80) c = pack[p++]!;
+  } else if (type === OBJ_REF_DELTA) {
+    p += hashLen;
+  }
+  const cmf = pack[p]!;
+  const flg = pack[p + 1]!;
+  if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) throw new Error(`no zlib header at ${p} (entry ${offset})`);
+  return { flevel: flg >> 6, stored: ((pack[p + 2]! >> 1) & 3) === 0 };
+}

@@ -1,0 +1,123 @@
+import { repack, type RepackResult } from '../commands/repack.js';
+import { parseLevelFlag, resolveLevels, type LevelFlags } from '../repack/levels.js';
+import type { FsckMode } from '../store/fsck.js';
+import { parseArgs, positionals } from './args.js';
+import { UsageError } from './io.js';
+import type { CliContext } from './main.js';
+import { phaseReporter, wantProgress } from './progress.js';
+import { openRepository } from './repo.js';
+
+export const REPACK_USAGE = `usage: git repack-ts [<options>]
+
+    --graph-compression <n>
+                          zlib level (-1..9) for commits and trees
+    --commit-compression <n>, --tree-compression <n>, --blob-compression <n>, --tag-compression <n>
+                          zlib level for one object type
+    --compression <n>     zlib level for every type without a more specific setting
+    --dry-run             show what would change; touch nothing
+    --json                print a machine-readable summary
+    --fsck <mode>         check the result with git fsck: full (default) or connectivity
+    --no-fsck             skip git fsck (our own proof of the new pack still runs)
+    --keep-pack <name>    leave this pack alone (repeatable), like a .keep file
+    -q, --quiet           no progress
+    --progress            force progress on stderr
+
+Levels also come from config: pack.commitCompression, pack.treeCompression, pack.blobCompression,
+pack.tagCompression, pack.graphCompression, pack.compression, core.compression.
+`;
+
+function levelArg(name: string, v: unknown): number | undefined {
+  if (v === undefined) return undefined;
+  const last = Array.isArray(v) ? v[v.length - 1] : v;
+  try {
+    return parseLevelFlag(name, String(last));
+  } catch (e) {
+    throw new UsageError((e as Error).message, REPACK_USAGE);
+  }
+}
+
+function pct(a: number, b: number): string {
+  if (b === 0) return '';
+  const v = ((a - b) / b) * 100;
+  return ` (${v >= 0 ? '+' : ''}${v.toFixed(1)}%)`;
+}
+
+export async function runRepack(args: string[], ctx: CliContext): Promise<number> {
+  const o = await parseArgs(args, REPACK_USAGE, (y) =>
+    y
+      .option('graph-compression', { type: 'string' })
+      .option('commit-compression', { type: 'string' })
+      .option('tree-compression', { type: 'string' })
+      .option('blob-compression', { type: 'string' })
+      .option('tag-compression', { type: 'string' })
+      .option('compression', { type: 'string' })
+      .option('dry-run', { alias: 'n', type: 'boolean', default: false })
+      .option('json', { type: 'boolean', default: false })
+      .option('fsck', { type: 'string' })
+      .option('keep-pack', { type: 'string', array: true })
+      .option('quiet', { alias: 'q', type: 'boolean' })
+      .option('progress', { type: 'boolean' }),
+  );
+  const extra = positionals(o);
+  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
+  const flags: LevelFlags = {
+    graph: levelArg('graph-compression', o['graph-compression']),
+    commit: levelArg('commit-compression', o['commit-compression']),
+    tree: levelArg('tree-compression', o['tree-compression']),
+    blob: levelArg('blob-compression', o['blob-compression']),
+    tag: levelArg('tag-compression', o['tag-compression']),
+    compression: levelArg('compression', o.compression),
+  };
+  let fsck: FsckMode = 'full';
+  const f = o.fsck as unknown;
+  if (f === false) fsck = 'none';
+  else if (f === true || f === undefined) fsck = 'full';
+  else if (f === 'full' || f === 'connectivity') fsck = f;
+  else throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, REPACK_USAGE);
+  const keep = ((o['keep-pack'] ?? []) as unknown[]).map(String);
+  const { io } = ctx;
+  const repo = openRepository(ctx);
+  const levels = resolveLevels(flags, repo.config);
+  const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  const r = repack(repo, {
+    levels,
+    dryRun: o['dry-run'],
+    fsck,
+    keepPacks: keep,
+    onProgress: progress,
+    onWarning: (m) => io.err(`warning: ${m}\n`),
+  });
+  if (o.json) {
+    io.out(JSON.stringify(r, null, 2) + '\n');
+    return 0;
+  }
+  if (!o.quiet || r.dryRun) io.out(summary(r));
+  return 0;
+}
+
+function summary(r: RepackResult): string {
+  const lines: string[] = [];
+  const L = r.levels;
+  lines.push(`levels: commit ${L.commit}, tree ${L.tree}, blob ${L.blob}, tag ${L.tag}`);
+  if (r.partitions.length === 0) lines.push('nothing to repack');
+  for (const p of r.partitions) {
+    const s = p.stats;
+    const re = s.reencoded;
+    const reTotal = re.commit + re.tree + re.blob + re.tag;
+    const head = `${p.kind === 'promisor' ? 'promisor ' : ''}objects: ${s.objects} from ${p.sourcePacks.length} pack${p.sourcePacks.length === 1 ? '' : 's'} and ${p.looseObjects} loose`;
+    lines.push(head);
+    lines.push(`  copied ${s.copied}, re-encoded ${reTotal} (commits ${re.commit}, trees ${re.tree}, blobs ${re.blob}, tags ${re.tag}), written whole ${s.whole}, from loose ${s.loose}`);
+    if (s.duplicatesDropped || s.excluded) lines.push(`  duplicates dropped ${s.duplicatesDropped}, left in kept packs ${s.excluded}`);
+    const size = `${s.bytesOut}${s.sizeExact ? '' : ' (estimated)'} bytes${pct(s.bytesOut, s.bytesIn)}`;
+    if (r.dryRun) lines.push(`  would write ${size}`);
+    else if (p.unchanged) lines.push(`  ${p.newPack ?? 'pack'} unchanged (${size})`);
+    else lines.push(`  wrote ${p.newPack}.pack, ${size}`);
+  }
+  if (!r.dryRun) {
+    if (r.removedPacks.length || r.removedLoose) lines.push(`removed ${r.removedPacks.length} old pack${r.removedPacks.length === 1 ? '' : 's'} and ${r.removedLoose} loose object${r.removedLoose === 1 ? '' : 's'}`);
+    if (r.midx !== 'none') lines.push(`multi-pack-index ${r.midx}`);
+    if (r.keptPacks.length) lines.push(`left alone: ${r.keptPacks.join(', ')}`);
+    if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
+  }
+  return lines.join('\n') + '\n';
+}

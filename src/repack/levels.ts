@@ -1,0 +1,73 @@
+import { GitError } from '../errors.js';
+import type { GitConfig } from '../store/config.js';
+import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
+
+/** A zlib level as git takes it: -1 (zlib's default, 6) or 0..9. */
+export type Level = number;
+
+export interface LevelFlags {
+  compression?: number | undefined;
+  graph?: number | undefined;
+  commit?: number | undefined;
+  tree?: number | undefined;
+  blob?: number | undefined;
+  tag?: number | undefined;
+}
+
+/** Target level per base type, indexed by OBJ_COMMIT..OBJ_TAG. */
+export type Levels = Record<1 | 2 | 3 | 4, Level>;
+
+export function isLevel(n: number): boolean {
+  return Number.isInteger(n) && n >= -1 && n <= 9;
+}
+
+/** Parses a level given on the command line; anything else is a usage error. */
+export function parseLevelFlag(name: string, v: string): number {
+  const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9, not '${v}'`);
+  return n;
+}
+
+function configLevel(config: GitConfig, key: string): number | undefined {
+  const n = config.getInt(key);
+  if (n === undefined) return undefined;
+  if (!isLevel(n)) throw new GitError('bad-config', `bad ${key} level ${n}`);
+  return n;
+}
+
+/**
+ * Per-type levels. Precedence: the type's flag, `--graph-compression` (commits and trees),
+ * `--compression`, then the type's config key, `pack.graphCompression`, `pack.compression`,
+ * `core.compression`, and -1.
+ */
+export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
+  const packDefault = configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression');
+  const graphKey = configLevel(config, 'pack.graphCompression');
+  const pick = (typeFlag: number | undefined, graphFlag: number | undefined, key: string, graph: boolean): number =>
+    typeFlag ?? graphFlag ?? flags.compression ?? configLevel(config, key) ?? (graph ? graphKey : undefined) ?? packDefault ?? -1;
+  return {
+    [OBJ_COMMIT]: pick(flags.commit, flags.graph, 'pack.commitCompression', true),
+    [OBJ_TREE]: pick(flags.tree, flags.graph, 'pack.treeCompression', true),
+    [OBJ_BLOB]: pick(flags.blob, undefined, 'pack.blobCompression', false),
+    [OBJ_TAG]: pick(flags.tag, undefined, 'pack.tagCompression', false),
+  } as Levels;
+}
+
+/** zlib's FLEVEL header class for a level (deflate.c: 0-1 → 0, 2-5 → 1, 6 → 2, 7-9 → 3). */
+export function flevelOf(level: Level): number {
+  const l = level === -1 ? 6 : level;
+  if (l < 2) return 0;
+  if (l < 6) return 1;
+  if (l === 6) return 2;
+  return 3;
+}
+
+/**
+ * Whether an entry already has the target encoding, judged from its zlib header and first
+ * block: level 0 means FLEVEL 0 and stored blocks; other levels mean the same FLEVEL class.
+ * A second run with the same levels therefore re-encodes nothing.
+ */
+export function encodingMatches(level: Level, flevel: number, stored: boolean): boolean {
+  if (level === 0) return flevel === 0 && stored;
+  return flevel === flevelOf(level);
+}

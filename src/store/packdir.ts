@@ -1,0 +1,198 @@
+import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { fsyncDir, pidAlive, renameInto, tmpOwner, unlinkIfExists, TMP_TAG } from './files.js';
+
+/** A pack in objects/pack and the files that belong to it. */
+export interface PackInfo {
+  /** Path without extension: `<objects>/pack/pack-<hash>`. */
+  base: string;
+  name: string;
+  keep: boolean;
+  promisor: boolean;
+  /** Cruft packs (`.mtimes`) hold unreachable objects with their ages; we leave them alone. */
+  cruft: boolean;
+  bitmap: boolean;
+  rev: boolean;
+  mtimeMs: number;
+}
+
+/** Every pack with an `.idx` in `<objects>/pack`. */
+export function listPacks(objectsDir: string): PackInfo[] {
+  const dir = join(objectsDir, 'pack');
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const set = new Set(names);
+  const out: PackInfo[] = [];
+  for (const n of names) {
+    if (!n.endsWith('.pack') || !n.startsWith('pack-')) continue;
+    const stem = n.slice(0, -5);
+    if (!set.has(stem + '.idx')) continue;
+    const base = join(dir, stem);
+    let mtimeMs = 0;
+    try {
+      mtimeMs = statSync(base + '.pack').mtimeMs;
+    } catch {
+      continue;
+    }
+    out.push({
+      base,
+      name: stem,
+      keep: set.has(stem + '.keep'),
+      promisor: set.has(stem + '.promisor'),
+      cruft: set.has(stem + '.mtimes'),
+      bitmap: set.has(stem + '.bitmap'),
+      rev: set.has(stem + '.rev'),
+      mtimeMs,
+    });
+  }
+  // Newest first, like git's preference when the same object is in several packs.
+  out.sort((a, b) => b.mtimeMs - a.mtimeMs || a.name.localeCompare(b.name));
+  return out;
+}
+
+/**
+ * Makes a written pack visible the way git's `finish_tmp_packfile` does: `.pack`, then `.rev`,
+ * then `.promisor`, and the `.idx` last, since the idx is what makes a pack exist for git.
+ */
+export function installPack(packDir: string, hex: string, tmp: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined }): string {
+  const base = join(packDir, `pack-${hex}`);
+  renameInto(tmp.pack, base + '.pack');
+  if (tmp.rev !== undefined) renameInto(tmp.rev, base + '.rev');
+  if (tmp.promisor !== undefined) renameInto(tmp.promisor, base + '.promisor');
+  fsyncDir(packDir);
+  renameInto(tmp.idx, base + '.idx');
+  fsyncDir(packDir);
+  return base;
+}
+
+/**
+ * Removes a pack and what belongs to it, `.idx` first so that git stops seeing the pack before
+ * its data goes (git's `unlink_pack_path`). `.keep` is never ours to remove.
+ */
+export function removePack(base: string): void {
+  for (const ext of ['.idx', '.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) unlinkIfExists(base + ext);
+}
+
+/** The multi-pack-index and the files that belong to it. */
+export function midxFiles(objectsDir: string): { midx: string | undefined; extras: string[]; bitmap: boolean } {
+  const dir = join(objectsDir, 'pack');
+  const midx = join(dir, 'multi-pack-index');
+  let names: string[] = [];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    names = [];
+  }
+  const extras = names.filter((n) => n.startsWith('multi-pack-index-') && (n.endsWith('.bitmap') || n.endsWith('.rev'))).map((n) => join(dir, n));
+  return { midx: existsSync(midx) ? midx : undefined, extras, bitmap: extras.some((e) => e.endsWith('.bitmap')) };
+}
+
+/** Our temporary files and fsck views left by runs that are no longer alive. */
+export function cleanLeftovers(objectsDir: string): string[] {
+  const removed: string[] = [];
+  const packDir = join(objectsDir, 'pack');
+  for (const [dir, names] of [
+    [packDir, safeList(packDir)],
+    [objectsDir, safeList(objectsDir)],
+  ] as const) {
+    for (const n of names) {
+      const pid = tmpOwner(n);
+      if (pid === undefined || pidAlive(pid)) continue;
+      rmSync(join(dir, n), { recursive: true, force: true });
+      removed.push(join(dir, n));
+    }
+  }
+  return removed;
+}
+
+function safeList(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return [];
+  }
+}
+
+/** Hard link, or a symlink where the filesystem has no hard links, or a copy as the last resort. */
+export function linkOrCopy(from: string, to: string): void {
+  try {
+    linkSync(from, to);
+  } catch {
+    try {
+      symlinkSync(from, to);
+    } catch {
+      copyFileSync(from, to);
+    }
+  }
+}
+
+/**
+ * An object directory that shows exactly the state the repository will have after the rewrite
+ * (new packs, packs that stay, current loose objects, alternates, commit-graph), built from links
+ * so that `git fsck` can check that state before anything is removed.
+ */
+export function buildFsckView(objectsDir: string, viewDir: string, packs: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined; base: string }[]): void {
+  mkdirSync(join(viewDir, 'pack'), { recursive: true });
+  mkdirSync(join(viewDir, 'info'), { recursive: true });
+  for (const p of packs) {
+    const to = join(viewDir, 'pack', basename(p.base));
+    linkOrCopy(p.pack, to + '.pack');
+    if (p.rev) linkOrCopy(p.rev, to + '.rev');
+    if (p.promisor) linkOrCopy(p.promisor, to + '.promisor');
+    linkOrCopy(p.idx, to + '.idx');
+  }
+  for (let b = 0; b < 256; b++) {
+    const d = b.toString(16).padStart(2, '0');
+    const names = safeList(join(objectsDir, d));
+    if (names.length === 0) continue;
+    mkdirSync(join(viewDir, d), { recursive: true });
+    for (const n of names) {
+      if (n.startsWith('tmp_')) continue;
+      linkOrCopy(join(objectsDir, d, n), join(viewDir, d, n));
+    }
+  }
+  const info = join(objectsDir, 'info');
+  const alt = join(info, 'alternates');
+  if (existsSync(alt)) {
+    // Relative alternates are relative to the objects directory: rewrite them absolute.
+    const lines = readFileSync(alt, 'utf8')
+      .split('\n')
+      .map((l) => l.trim())
+      .filter((l) => l !== '' && !l.startsWith('#'))
+      .map((l) => (l.startsWith('/') ? l : join(objectsDir, l)));
+    writeFileSync(join(viewDir, 'info', 'alternates'), lines.join('\n') + '\n');
+  }
+  if (existsSync(join(info, 'commit-graph'))) linkOrCopy(join(info, 'commit-graph'), join(viewDir, 'info', 'commit-graph'));
+  const chain = join(info, 'commit-graphs');
+  if (existsSync(chain)) {
+    mkdirSync(join(viewDir, 'info', 'commit-graphs'), { recursive: true });
+    for (const n of safeList(chain)) linkOrCopy(join(chain, n), join(viewDir, 'info', 'commit-graphs', n));
+  }
+}
+
+export function viewDirName(objectsDir: string): string {
+  return join(objectsDir, `tmp_view_${TMP_TAG}${process.pid}_${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')}`);
+}
+
+/** Removes loose object files that are now packed, then empty fan-out directories (like `prune-packed`). */
+export function removeLoose(objectsDir: string, files: string[]): number {
+  let n = 0;
+  const dirs = new Set<string>();
+  for (const f of files) {
+    if (unlinkIfExists(f)) n++;
+    dirs.add(join(f, '..'));
+  }
+  for (const d of dirs) {
+    try {
+      if (readdirSync(d).length === 0) rmdirSync(d);
+    } catch {
+      // not empty or gone: fine
+    }
+  }
+  fsyncDir(objectsDir);
+  return n;
+}

@@ -1,0 +1,234 @@
+import fs from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { inflateSync, deflateSync } from 'node:zlib';
+import { SHA1, SHA256, hashObjectBuffer, toHex } from '../src/hash/algo.js';
+import { OidTable } from '../src/hash/oid-table.js';
+import { sortIds } from '../src/hash/sort.js';
+import { encodeIdxV2, parseIdx } from '../src/format/idx.js';
+import { encodeRev, packOrderFromOffsets, parseRev } from '../src/format/rev.js';
+import { encodeEntryHeader, encodeOfsDistance, ofsDistanceLength, parseEntryHeader } from '../src/format/pack.js';
+import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
+import { applyDelta } from '../src/delta/apply.js';
+import { DeltaBaseCache } from '../src/delta/cache.js';
+import { parseConfigInt, parseConfigList } from '../src/store/config.js';
+import { GitConfig } from '../src/store/config.js';
+import { encodingMatches, resolveLevels } from '../src/repack/levels.js';
+import { fixturePath } from './fixtures/index.js';
+import { listPacks } from './helpers/git.js';
+
+function idxOf(name: 'basic' | 'large-offset' | 'sha256' | 'idx-v1'): string {
+  return listPacks(fixturePath(name))[0]!.replace(/\.pack$/, '.idx');
+}
+
+describe('idx', () => {
+  it('re-encoding git\'s idx v2 gives the same bytes (sha1 and sha256)', () => {
+    for (const [name, algo] of [['basic', SHA1], ['sha256', SHA256]] as const) {
+      const buf = fs.readFileSync(idxOf(name));
+      const idx = parseIdx(buf, algo, 'x.idx');
+      const out = encodeIdxV2({ count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcs! }, idx.packChecksum, algo);
+      expect(out.equals(buf)).toBe(true);
+    }
+  });
+
+  it('writes the 64-bit offset table exactly as git index-pack --index-version=2,4096 does', () => {
+    const buf = fs.readFileSync(idxOf('large-offset'));
+    const idx = parseIdx(buf, SHA1, 'x.idx');
+    expect(idx.largeOffsets).toBeGreaterThan(0);
+    const out = encodeIdxV2({ count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcs! }, idx.packChecksum, SHA1, 4096);
+    expect(out.equals(buf)).toBe(true);
+  });
+
+  it('reads idx v1 to the same ids and offsets as the v2 of the same pack', () => {
+    const v1 = parseIdx(fs.readFileSync(idxOf('idx-v1')), SHA1, 'v1.idx');
+    const v2 = parseIdx(fs.readFileSync(idxOf('basic')), SHA1, 'v2.idx');
+    expect(v1.version).toBe(1);
+    expect(v1.crcs).toBeNull();
+    expect(v1.ids.equals(v2.ids)).toBe(true);
+    expect([...v1.offsets]).toEqual([...v2.offsets]);
+  });
+
+  it('offsets past 2^32 survive an encode/parse round trip', () => {
+    const ids = Buffer.alloc(40);
+    ids[0] = 1;
+    ids[20] = 2;
+    const offsets = new Float64Array([12, 5 * 2 ** 32 + 7]);
+    const out = encodeIdxV2({ count: 2, ids, offsets, crcs: new Uint32Array([1, 2]) }, Buffer.alloc(20), SHA1);
+    const back = parseIdx(out, SHA1, 'x');
+    expect([...back.offsets]).toEqual([12, 5 * 2 ** 32 + 7]);
+    expect(back.largeOffsets).toBe(1);
+  });
+
+  it('rejects a non-monotonic fanout with the offset', () => {
+    const buf = Buffer.from(fs.readFileSync(idxOf('basic')));
+    buf.writeUInt32BE(0xffffff, 8 + 4 * 3);
+    expect(() => parseIdx(buf, SHA1, 'x.idx')).toThrow(/x\.idx: non-monotonic fanout at offset \d+/);
+  });
+});
+
+describe('rev', () => {
+  it('re-encoding git\'s .rev gives the same bytes', () => {
+    const idxPath = idxOf('basic');
+    const revPath = idxPath.replace(/\.idx$/, '.rev');
+    const idx = parseIdx(fs.readFileSync(idxPath), SHA1, idxPath);
+    const order = packOrderFromOffsets(idx.offsets);
+    expect(encodeRev(order, idx.packChecksum, SHA1).equals(fs.readFileSync(revPath))).toBe(true);
+    expect([...parseRev(fs.readFileSync(revPath), idx.count, SHA1, revPath)]).toEqual([...order]);
+  });
+
+  it('pack order from offsets agrees with a plain sort, including huge offsets', () => {
+    const offs = new Float64Array([900, 12, 2 ** 45, 300, 2 ** 33]);
+    expect([...packOrderFromOffsets(offs)]).toEqual([1, 3, 0, 4, 2]);
+  });
+});
+
+describe('pack entry headers', () => {
+  it('round-trips type and size, including sizes past 2^32', () => {
+    for (const size of [0, 15, 16, 127, 128, 2 ** 31, 2 ** 32 + 5, 2 ** 50]) {
+      const b = Buffer.alloc(16);
+      const n = encodeEntryHeader(3, size, b, 0);
+      const h = parseEntryHeader(b, 0, n, 20, 'p', 100);
+      expect(h).toMatchObject({ type: 3, size, headerLen: n });
+    }
+  });
+
+  it('OFS_DELTA distances round-trip in git\'s encoding', () => {
+    for (const d of [1, 127, 128, 16511, 16512, 2 ** 35]) {
+      const b = Buffer.alloc(16);
+      const hl = encodeEntryHeader(6, 10, b, 0);
+      const n = encodeOfsDistance(d, b, hl);
+      expect(n).toBe(ofsDistanceLength(d));
+      expect(parseEntryHeader(b, 0, hl + n, 20, 'p', d + 1)).toMatchObject({ baseDistance: d, headerLen: hl + n });
+    }
+  });
+
+  it('rejects a base offset outside the pack and an overflowing size', () => {
+    const b = Buffer.alloc(16);
+    const hl = encodeEntryHeader(6, 10, b, 0);
+    const n = encodeOfsDistance(500, b, hl);
+    expect(() => parseEntryHeader(b, 0, hl + n, 20, 'p.pack', 400)).toThrow(/p\.pack: delta base offset out of bound at offset 400/);
+    const big = Buffer.from([0x9f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
+    expect(() => parseEntryHeader(big, 0, big.length, 20, 'p.pack', 12)).toThrow(/size overflows at offset 12/);
+    expect(() => parseEntryHeader(Buffer.from([0x50]), 0, 1, 20, 'p.pack', 12)).toThrow(/bad object type 5/);
+  });
+});
+
+describe('deltas', () => {
+  const base = Buffer.from('0123456789abcdefghij');
+  const delta = (...bytes: number[]) => Buffer.from(bytes);
+
+  it('applies copies and inserts', () => {
+    // src 20, dst 7: copy 4 bytes at 10, insert "xyz"
+    const d = delta(20, 7, 0x91, 10, 4, 3, 0x78, 0x79, 0x7a);
+    expect(applyDelta(base, d).toString()).toBe('abcdxyz');
+  });
+
+  it('checks both sizes and every copy', () => {
+    expect(() => applyDelta(base, delta(19, 4, 0x91, 0, 4))).toThrow(/base size 19 does not match/);
+    expect(() => applyDelta(base, delta(20, 4, 0x91, 18, 4))).toThrow(/copy out of range/);
+    expect(() => applyDelta(base, delta(20, 3, 0x91, 0, 4))).toThrow(/copy out of range/);
+    expect(() => applyDelta(base, delta(20, 5, 0x91, 0, 4))).toThrow(/result size 4 does not match declared 5/);
+    expect(() => applyDelta(base, delta(20, 1, 0))).toThrow(/opcode 0/);
+    expect(() => applyDelta(base, delta(20, 4, 0x91))).toThrow(/truncated/);
+    expect(() => applyDelta(base, delta(20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), 1 << 20)).toThrow();
+  });
+
+  it('a huge declared result size is refused before allocating it', () => {
+    const d = delta(20, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x91, 0, 4);
+    expect(() => applyDelta(base, d, 1 << 20)).toThrow(/exceeds limit/);
+  });
+});
+
+describe('delta base cache: one LRU list capped in bytes', () => {
+  it('evicts the least recently used entries first, whatever their type', () => {
+    const c = new DeltaBaseCache(100);
+    c.set(1, { type: 3, data: Buffer.alloc(40) });
+    c.set(2, { type: 2, data: Buffer.alloc(40) });
+    c.get(1); // 1 is now young
+    c.set(3, { type: 1, data: Buffer.alloc(40) }); // over 100: evicts 2
+    expect(c.get(2)).toBeUndefined();
+    expect(c.get(1)).toBeDefined();
+    expect(c.get(3)).toBeDefined();
+    expect(c.bytes).toBe(80);
+    c.set(4, { type: 3, data: Buffer.alloc(101) }); // larger than the cap: not cached
+    expect(c.get(4)).toBeUndefined();
+    expect(c.bytes).toBeLessThanOrEqual(100);
+  });
+});
+
+describe('object ids', () => {
+  it('the open-addressing table finds every id and only those', () => {
+    const t = new OidTable(20, 4);
+    const ids = Array.from({ length: 5000 }, (_, i) => hashObjectBuffer(SHA1, 'blob', Buffer.from(String(i))));
+    ids.forEach((id, i) => expect(t.insert(id, 0)).toBe(i));
+    expect(t.insert(ids[7]!, 0)).toBe(~7);
+    ids.forEach((id, i) => expect(t.lookup(id, 0)).toBe(i));
+    expect(t.lookup(hashObjectBuffer(SHA1, 'blob', Buffer.from('x')), 0)).toBe(-1);
+  });
+
+  it('sortIds sorts like a byte-wise comparison', () => {
+    const n = 3000;
+    const ids = Buffer.alloc(n * 20);
+    for (let i = 0; i < n; i++) hashObjectBuffer(SHA1, 'tree', Buffer.from([i & 0xff, i >> 8])).copy(ids, i * 20);
+    ids.fill(0xab, 0, 2); // a crowded bucket
+    ids.fill(0xab, 20, 22);
+    const perm = sortIds(ids, n, 20);
+    const hexes = [...perm].map((i) => toHex(ids, i * 20, 20));
+    expect(hexes).toEqual([...hexes].sort());
+    expect(new Set(perm).size).toBe(n);
+  });
+});
+
+describe('zlib level 0 written without zlib', () => {
+  it('is byte-identical to zlib at level 0 for small inputs and inflates back for large ones', () => {
+    for (const n of [0, 1, 100, 65535, 65536, 300000]) {
+      const d = Buffer.alloc(n);
+      for (let i = 0; i < n; i++) d[i] = (i * 31) & 255;
+      const s = storedZlib(d);
+      expect(s.length).toBe(storedZlibLength(n));
+      expect(inflateSync(s).equals(d)).toBe(true);
+      if (n < 65535) expect(s.equals(deflateSync(d, { level: 0 }))).toBe(true);
+      expect(storedZlibEquals(s, d)).toBe(true);
+      if (n > 0) {
+        const bad = Buffer.from(s);
+        bad[bad.length - 5]! ^= 1;
+        expect(storedZlibEquals(bad, d)).toBe(false);
+      }
+    }
+  });
+});
+
+describe('config and levels', () => {
+  it('parses git config -z --list output', () => {
+    const m = parseConfigList(Buffer.from('core.bare\nfalse\0pack.graphcompression\n0\0a.b.c\n1\0a.b.c\n2\0flag\0'));
+    expect(m.get('a.b.c')).toEqual(['1', '2']);
+    expect(m.get('flag')).toEqual([null]);
+    expect(parseConfigInt('1k')).toBe(1024);
+    expect(parseConfigInt('2m')).toBe(2 * 1024 * 1024);
+    expect(parseConfigInt('x')).toBeUndefined();
+  });
+
+  const cfg = (text: string) => new GitConfig(parseConfigList(Buffer.from(text)));
+  it.each([
+    ['nothing', {}, '', [-1, -1, -1, -1]],
+    ['core.compression', {}, 'core.compression\n3\0', [3, 3, 3, 3]],
+    ['pack.compression beats core', {}, 'core.compression\n3\0pack.compression\n4\0', [4, 4, 4, 4]],
+    ['graph key', {}, 'pack.compression\n4\0pack.graphcompression\n0\0', [0, 0, 4, 4]],
+    ['type key beats graph key', {}, 'pack.graphcompression\n0\0pack.treecompression\n6\0', [0, 6, -1, -1]],
+    ['--compression flag beats every key', { compression: 2 }, 'pack.graphcompression\n0\0pack.blobcompression\n9\0', [2, 2, 2, 2]],
+    ['graph flag beats --compression', { graph: 0, compression: 9 }, '', [0, 0, 9, 9]],
+    ['type flag beats graph flag', { graph: 0, tree: 5 }, '', [0, 5, -1, -1]],
+  ] as const)('%s', (_n, flags, text, want) => {
+    const l = resolveLevels(flags, cfg(text));
+    expect([l[1], l[2], l[3], l[4]]).toEqual(want);
+  });
+
+  it('an entry matches its target encoding only when a rewrite would not change it', () => {
+    expect(encodingMatches(0, 0, true)).toBe(true);
+    expect(encodingMatches(0, 0, false)).toBe(false); // level 1
+    expect(encodingMatches(0, 2, true)).toBe(false); // level 6 that stored a block
+    expect(encodingMatches(-1, 2, false)).toBe(true);
+    expect(encodingMatches(6, 2, true)).toBe(true);
+    expect(encodingMatches(9, 2, false)).toBe(false);
+    expect(encodingMatches(1, 0, true)).toBe(true);
+  });
+});

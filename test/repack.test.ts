@@ -1,0 +1,229 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, type FixtureName } from './fixtures/index.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { countObjects, fsckStrict, git, gitOk, listPacks, objectSet, packDirOf, verifyPack } from './helpers/git.js';
+import { entryZlibInfo } from './helpers/pack-bytes.js';
+import { tool, toolOk } from './helpers/tool.js';
+
+type TypeName = 'commit' | 'tree' | 'blob' | 'tag';
+
+interface Scenario {
+  name: string;
+  args: string[];
+  /** The zlib level each type must end up at. */
+  levels: Record<TypeName, number>;
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'all default', args: ['--compression=-1'], levels: { commit: -1, tree: -1, blob: -1, tag: -1 } },
+  { name: 'commits 0', args: ['--commit-compression=0'], levels: { commit: 0, tree: -1, blob: -1, tag: -1 } },
+  { name: 'trees 0', args: ['--tree-compression=0'], levels: { commit: -1, tree: 0, blob: -1, tag: -1 } },
+  { name: 'both 0', args: ['--graph-compression=0'], levels: { commit: 0, tree: 0, blob: -1, tag: -1 } },
+  {
+    name: 'mixed',
+    args: ['--commit-compression=0', '--tree-compression=9', '--blob-compression=1', '--tag-compression=0'],
+    levels: { commit: 0, tree: 9, blob: 1, tag: 0 },
+  },
+];
+
+/** zlib's FLEVEL for a level (deflate.c), which is what the stream header records. */
+function flevel(level: number): number {
+  const l = level === -1 ? 6 : level;
+  return l < 2 ? 0 : l < 6 ? 1 : l === 6 ? 2 : 3;
+}
+
+function packFiles(repo: string): string[] {
+  const dir = packDirOf(repo);
+  return fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
+}
+
+/** Everything git can say about a rewritten repository. */
+function checkRewritten(repo: string, before: string[], sc: Scenario, hashLen: number, promisor: boolean): void {
+  expect(objectSet(repo)).toEqual(before);
+  const f = fsckStrict(repo);
+  expect(f.output).toBe('');
+  expect(f.status).toBe(0);
+  expect(countObjects(repo).count).toBe(0);
+  for (const pack of listPacks(repo)) {
+    const base = pack.slice(0, -5);
+    if (fs.existsSync(base + '.keep')) continue;
+    // git's own index of our pack is byte-identical to ours, and so is its .rev.
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-idx-'));
+    try {
+      gitOk(['index-pack', '--rev-index', '-o', path.join(tmp, 'g.idx'), pack], { cwd: repo });
+      expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(true);
+      if (fs.existsSync(base + '.rev')) expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(true);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+    // Levels: each entry's zlib header says what was stored at which level.
+    const bytes = fs.readFileSync(pack);
+    const v = verifyPack(repo, pack);
+    expect(v.entries.length).toBeGreaterThan(0);
+    for (const e of v.entries) {
+      const z = entryZlibInfo(bytes, e.offset, hashLen);
+      const level = sc.levels[e.type as TypeName];
+      // Level 0 is stored blocks; any other level is recorded in FLEVEL (zlib may still store
+      // a block it cannot shrink, so `stored` says nothing there).
+      if (level === 0) expect({ id: e.oid, ...z }).toEqual({ id: e.oid, flevel: 0, stored: true });
+      else expect({ id: e.oid, flevel: z.flevel }).toEqual({ id: e.oid, flevel: flevel(level) });
+    }
+    expect(fs.existsSync(base + '.promisor')).toBe(promisor);
+  }
+}
+
+const MATRIX: FixtureName[] = ['basic', 'multi-pack', 'sha256'];
+const ONE_SCENARIO: FixtureName[] = ['ref-delta', 'large-offset', 'idx-v1', 'bare', 'alternates', 'promisor', 'keep', 'midx-bitmap', 'big-blob', 'pack-v3'];
+
+describe('repack rewrites every pack, losing nothing', () => {
+  for (const name of MATRIX) {
+    for (const sc of SCENARIOS) {
+      it(`${name}: ${sc.name}`, () => {
+        const repo = useFixtureCopy(name);
+        const before = objectSet(repo);
+        const out = JSON.parse(toolOk(['--json', ...sc.args], { cwd: repo }));
+        expect(out.partitions.length).toBeGreaterThan(0);
+        checkRewritten(repo, before, sc, FIXTURES[name].objectFormat === 'sha256' ? 32 : 20, false);
+        // A second run with the same settings re-encodes nothing and changes nothing.
+        const files = packFiles(repo);
+        const again = JSON.parse(toolOk(['--json', ...sc.args], { cwd: repo }));
+        for (const p of again.partitions) {
+          expect(p.stats.reencoded).toEqual({ commit: 0, tree: 0, blob: 0, tag: 0 });
+          expect(p.unchanged).toBe(true);
+        }
+        expect(packFiles(repo)).toEqual(files);
+      });
+    }
+  }
+  for (const name of ONE_SCENARIO) {
+    it(`${name}: both 0`, () => {
+      const repo = useFixtureCopy(name);
+      const before = objectSet(repo);
+      toolOk(['-q', '--graph-compression=0'], { cwd: repo });
+      checkRewritten(repo, before, SCENARIOS[3]!, 20, FIXTURES[name].promisor);
+    });
+  }
+});
+
+describe('what stays and what goes', () => {
+  it('a .keep pack and its objects are left alone', () => {
+    const repo = useFixtureCopy('keep');
+    const keep = listPacks(repo).filter((p) => fs.existsSync(p.replace(/\.pack$/, '.keep')));
+    expect(keep.length).toBe(1);
+    const kept = fs.readFileSync(keep[0]!);
+    const out = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
+    expect(fs.readFileSync(keep[0]!).equals(kept)).toBe(true);
+    expect(out.keptPacks).toEqual([path.basename(keep[0]!, '.pack')]);
+    expect(out.partitions[0].stats.excluded).toBe(0);
+    expect(listPacks(repo).length).toBe(2);
+  });
+
+  it('--keep-pack leaves the named pack alone', () => {
+    const repo = useFixtureCopy('multi-pack');
+    const first = listPacks(repo)[0]!;
+    const name = path.basename(first);
+    const before = objectSet(repo);
+    toolOk(['-q', '--graph-compression=0', `--keep-pack=${name}`], { cwd: repo });
+    expect(fs.existsSync(first)).toBe(true);
+    expect(listPacks(repo).length).toBe(2);
+    expect(objectSet(repo)).toEqual(before);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+
+  it('a multi-pack-index naming removed packs is rewritten, with its bitmap', () => {
+    const repo = useFixtureCopy('midx-bitmap');
+    const out = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
+    expect(out.midx).toBe('rewritten');
+    gitOk(['multi-pack-index', 'verify'], { cwd: repo });
+    const dir = packDirOf(repo);
+    expect(fs.readdirSync(dir).some((f) => /^multi-pack-index-[0-9a-f]+\.bitmap$/.test(f))).toBe(true);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+
+  it('promisor packs become one promisor pack carrying the old .promisor contents', () => {
+    const repo = useFixtureCopy('promisor');
+    const olds = listPacks(repo).map((p) => fs.readFileSync(p.replace(/\.pack$/, '.promisor'), 'utf8'));
+    expect(olds.length).toBe(2);
+    toolOk(['-q', '--graph-compression=0'], { cwd: repo });
+    const packs = listPacks(repo);
+    expect(packs.length).toBe(1);
+    const content = fs.readFileSync(packs[0]!.replace(/\.pack$/, '.promisor'), 'utf8');
+    const want = [...new Set(olds.join('').split('\n').filter(Boolean))].sort();
+    expect(content.split('\n').filter(Boolean).sort()).toEqual(want);
+    expect(git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).status).toBe(0);
+  });
+
+  it('a commit-graph stays valid', () => {
+    const repo = useFixtureCopy('basic');
+    gitOk(['commit-graph', 'write', '--reachable'], { cwd: repo });
+    toolOk(['-q', '--graph-compression=0'], { cwd: repo });
+    gitOk(['commit-graph', 'verify'], { cwd: repo });
+  });
+
+  it('--dry-run touches nothing and predicts the level-0 size exactly', () => {
+    const repo = useFixtureCopy('basic');
+    const files = packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+    const loose = countObjects(repo).count;
+    const dry = JSON.parse(toolOk(['--json', '--dry-run', '--graph-compression=0'], { cwd: repo }));
+    expect(packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')])).toEqual(files);
+    expect(countObjects(repo).count).toBe(loose);
+    expect(dry.dryRun).toBe(true);
+    const predicted = dry.partitions[0].stats.bytesOut;
+    const real = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
+    expect(real.partitions[0].stats.bytesOut).toBe(predicted);
+    expect(fs.statSync(listPacks(repo)[0]!).size).toBe(predicted);
+  });
+
+  it('levels come from config with git precedence', () => {
+    const repo = useFixtureCopy('basic');
+    gitOk(['config', 'pack.graphCompression', '0'], { cwd: repo });
+    gitOk(['config', 'pack.treeCompression', '6'], { cwd: repo });
+    const out = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo }));
+    expect(out.levels).toEqual({ commit: 0, tree: 6, blob: -1, tag: -1 });
+    const flag = JSON.parse(toolOk(['--json', '--dry-run', '--tree-compression=2'], { cwd: repo }));
+    expect(flag.levels.tree).toBe(2);
+    const viaC = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env: { GIT_CONFIG_PARAMETERS: "'pack.blobcompression'='3'" } }));
+    expect(viaC.levels.blob).toBe(3);
+  });
+});
+
+describe('bad levels and options', () => {
+  for (const bad of ['10', '-2', 'x', '1.5', '']) {
+    it(`--graph-compression=${bad} is a usage error`, () => {
+      const r = tool(['--graph-compression=' + bad], { cwd: useFixtureCopy('basic') });
+      expect(r.status).toBe(129);
+      expect(r.stderr).toMatch(/^error: --graph-compression expects a zlib level from -1 to 9/);
+    });
+  }
+  it('a bad level in config is fatal, exit 128, nothing changed', () => {
+    const repo = useFixtureCopy('basic');
+    gitOk(['config', 'pack.graphCompression', '12'], { cwd: repo });
+    const files = packFiles(repo);
+    const r = tool([], { cwd: repo });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toBe('fatal: bad pack.graphCompression level 12\n');
+    expect(packFiles(repo)).toEqual(files);
+  });
+  it('--fsck=maybe is a usage error', () => {
+    expect(tool(['--fsck=maybe'], { cwd: useFixtureCopy('basic') }).status).toBe(129);
+  });
+  it('an unknown option is a usage error', () => {
+    const r = tool(['--frobnicate'], { cwd: useFixtureCopy('basic') });
+    expect(r.status).toBe(129);
+    expect(r.stderr).toMatch(/^error: unknown option 'frobnicate'/);
+  });
+  it('outside a repository: fatal, exit 128', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-norepo-'));
+    const r = tool([], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: path.dirname(dir) } });
+    fs.rmSync(dir, { recursive: true });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toBe('fatal: not a git repository (or any of the parent directories): .git\n');
+  });
+  it('an empty repository has nothing to do', () => {
+    const r = toolOk(['--graph-compression=0'], { cwd: useFixtureCopy('empty-repo') });
+    expect(r).toMatch(/nothing to repack/);
+  });
+});

@@ -1,0 +1,180 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, fixturePath, type FixtureName } from './fixtures/index.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { gitOk, listPacks } from './helpers/git.js';
+import { tool } from './helpers/tool.js';
+
+const WITH_PACKS: FixtureName[] = ['basic', 'multi-pack', 'ref-delta', 'sha256', 'large-offset', 'idx-v1', 'bare', 'alternates', 'promisor', 'keep', 'midx-bitmap', 'big-blob', 'pack-v3'];
+
+describe('verify -v agrees with git verify-pack -v line for line', () => {
+  for (const name of WITH_PACKS) {
+    it(name, () => {
+      const repo = fixturePath(name);
+      const packs = listPacks(repo);
+      expect(packs.length).toBeGreaterThan(0);
+      for (const pack of packs) {
+        const idx = pack.replace(/\.pack$/, '.idx');
+        const theirs = gitOk(['verify-pack', '-v', idx], { cwd: repo });
+        const ours = tool(['verify', '-v', idx], { cwd: repo });
+        expect(ours.stderr).toBe('');
+        expect(ours.status).toBe(0);
+        expect(ours.stdout).toBe(theirs);
+      }
+    });
+  }
+
+  it('verifies every pack of the repository by default, silently when sound', () => {
+    const r = tool(['verify'], { cwd: fixturePath('multi-pack') });
+    expect(r).toMatchObject({ status: 0, stdout: '', stderr: '' });
+  });
+
+  it('--json reports each pack', () => {
+    const r = tool(['verify', '--json'], { cwd: fixturePath('multi-pack') });
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.ok).toBe(true);
+    expect(j.packs.length).toBe(listPacks(fixturePath('multi-pack')).length);
+    for (const p of j.packs) expect(p).toMatchObject({ ok: true, problems: [] });
+  });
+
+  it('-s prints the statistics only', () => {
+    const repo = fixturePath('basic');
+    const idx = listPacks(repo)[0]!.replace(/\.pack$/, '.idx');
+    const theirs = gitOk(['verify-pack', '-s', idx], { cwd: repo });
+    expect(tool(['verify', '-s', idx], { cwd: repo }).stdout).toBe(theirs);
+  });
+});
+
+/** Copies the fixture's single pack, damages the copy, and returns what verify says of it. */
+function damaged(name: FixtureName, mutate: (pack: Buffer, idx: Buffer) => { pack?: Buffer; idx?: Buffer }) {
+  const repo = useFixtureCopy(name);
+  const packPath = listPacks(repo)[0]!;
+  const idxPath = packPath.replace(/\.pack$/, '.idx');
+  const before = { pack: fs.readFileSync(packPath), idx: fs.readFileSync(idxPath) };
+  const out = mutate(Buffer.from(before.pack), Buffer.from(before.idx));
+  fs.chmodSync(packPath, 0o644);
+  fs.chmodSync(idxPath, 0o644);
+  if (out.pack) fs.writeFileSync(packPath, out.pack);
+  if (out.idx) fs.writeFileSync(idxPath, out.idx);
+  const r = tool(['verify', '--json'], { cwd: repo });
+  const human = tool(['verify'], { cwd: repo });
+  return { r, human, json: r.stdout ? JSON.parse(r.stdout) : undefined, packPath, idxPath, repo };
+}
+
+function entryOffsets(repo: string, idx: string): { offset: number; depth: number; type: string; size: number }[] {
+  return gitOk(['verify-pack', '-v', idx], { cwd: repo })
+    .split('\n')
+    .map((l) => /^[0-9a-f]+ (\w+) +(\d+) (\d+) (\d+)(?: (\d+))?/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ type: m[1]!, size: Number(m[2]), offset: Number(m[4]), depth: m[5] ? Number(m[5]) : 0 }));
+}
+
+describe('verify reports damage with the file and offset, exit 1', () => {
+  const pristine = fixturePath('basic');
+  const idx0 = listPacks(pristine)[0]!.replace(/\.pack$/, '.idx');
+  const entries = entryOffsets(pristine, idx0);
+  const firstDelta = entries.find((e) => e.depth > 0)!;
+  const firstWhole = entries.find((e) => e.depth === 0 && e.size > 50)!;
+
+  it('a flipped byte in the pack header', () => {
+    const { human, json } = damaged('basic', (p) => {
+      p[1]! ^= 0xff;
+      return { pack: p };
+    });
+    expect(human.status).toBe(1);
+    expect(human.stderr).toMatch(/bad pack signature at offset 0/);
+    expect(json.packs[0].problems[0]).toMatchObject({ offset: 0 });
+  });
+
+  it('a flipped byte in an entry header', () => {
+    const { human, json } = damaged('basic', (p) => {
+      p[firstWhole.offset]! ^= 0x70; // type bits
+      return { pack: p };
+    });
+    expect(human.status).toBe(1);
+    const offsets = json.packs[0].problems.map((x: { offset: number }) => x.offset);
+    expect(offsets).toContain(firstWhole.offset);
+  });
+
+  it('a flipped byte in zlib data', () => {
+    const { human, json } = damaged('basic', (p) => {
+      p[firstWhole.offset + 6]! ^= 0xff;
+      return { pack: p };
+    });
+    expect(human.status).toBe(1);
+    expect(human.stderr).toMatch(/CRC32 mismatch/);
+    const offsets = json.packs[0].problems.map((x: { offset: number }) => x.offset);
+    expect(offsets).toContain(firstWhole.offset);
+  });
+
+  it('a flipped byte in delta data', () => {
+    const { human, json } = damaged('basic', (p) => {
+      p[firstDelta.offset + 5]! ^= 0x01;
+      return { pack: p };
+    });
+    expect(human.status).toBe(1);
+    const offsets = json.packs[0].problems.map((x: { offset: number }) => x.offset);
+    expect(offsets.some((o: number) => o >= firstDelta.offset && o < firstDelta.offset + 64)).toBe(true);
+  });
+
+  it('a flipped byte in the trailer', () => {
+    const { human } = damaged('basic', (p) => {
+      p[p.length - 3]! ^= 0xff;
+      return { pack: p };
+    });
+    expect(human.status).toBe(1);
+    const size = fs.statSync(listPacks(pristine)[0]!).size;
+    expect(human.stderr).toContain(`at offset ${size - 20}`);
+  });
+
+  it('a truncated pack', () => {
+    const { human } = damaged('basic', (p) => ({ pack: p.subarray(0, Math.floor(p.length / 2)) }));
+    expect(human.status).toBe(1);
+    expect(human.stderr).toMatch(/\.pack: .* at offset \d+/);
+  });
+
+  it('an idx whose fanout is not monotonic', () => {
+    const { human } = damaged('basic', (_p, idx) => {
+      idx.writeUInt32BE(0xffffff, 8 + 4 * 10);
+      return { idx };
+    });
+    expect(human.status).toBe(1);
+    expect(human.stderr).toMatch(/\.idx: non-monotonic fanout at offset \d+/);
+  });
+
+  it('an idx that names the wrong object', () => {
+    const { human } = damaged('basic', (_p, idx) => {
+      // swap two ids' last bytes: ids stay sorted, but hash checks fail
+      const at = 8 + 1024 + 20 * 3 + 19;
+      idx[at]! ^= 0x01;
+      return { idx };
+    });
+    expect(human.status).toBe(1);
+    expect(human.stderr).toMatch(/object hashes to [0-9a-f]{40} but the index names it|index checksum mismatch|out of order/);
+  });
+
+  it('a pack that does not exist', () => {
+    const r = tool(['verify', 'nonexistent.idx'], { cwd: fixturePath('basic') });
+    expect(r.status).toBe(1);
+    expect(r.stderr).toContain("Cannot open existing pack file 'nonexistent.pack'");
+  });
+
+  it('never changes the repository it reads', () => {
+    const repo = useFixtureCopy('basic');
+    const packDir = path.join(repo, '.git/objects/pack');
+    const before = fs.readdirSync(packDir).map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
+    tool(['verify', '-v'], { cwd: repo });
+    const after = fs.readdirSync(packDir).map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
+    expect(after).toEqual(before);
+  });
+});
+
+describe('fixtures metadata', () => {
+  it('sha256 really is sha256 (verify reads it with the repository format)', () => {
+    expect(FIXTURES.sha256.objectFormat).toBe('sha256');
+    const r = tool(['verify', '--json'], { cwd: fixturePath('sha256') });
+    expect(r.status).toBe(0);
+  });
+});
