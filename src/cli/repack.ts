@@ -1,5 +1,5 @@
 import { repack, type RepackResult } from '../commands/repack.js';
-import { parseLevelFlag, resolveLevels, type LevelFlags } from '../repack/levels.js';
+import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
 import type { FsckMode } from '../store/fsck.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
@@ -10,7 +10,7 @@ import { openRepository } from './repo.js';
 export const REPACK_USAGE = `usage: git repack-ts [<options>]
 
     --graph-compression <n>
-                          zlib level (-1..9) for commits and trees
+                          zlib level (-1..9, or auto) for commits and trees
     --commit-compression <n>, --tree-compression <n>, --blob-compression <n>, --tag-compression <n>
                           zlib level for one object type
     --compression <n>     zlib level for every type without a more specific setting
@@ -26,7 +26,7 @@ Levels also come from config: pack.commitCompression, pack.treeCompression, pack
 pack.tagCompression, pack.graphCompression, pack.compression, core.compression.
 `;
 
-function levelArg(name: string, v: unknown): number | undefined {
+function levelArg(name: string, v: unknown): Level | undefined {
   if (v === undefined) return undefined;
   const last = Array.isArray(v) ? v[v.length - 1] : v;
   try {
@@ -81,6 +81,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
   const r = repack(repo, {
     levels,
+    autoFallback: fallbackLevel(flags, repo.config),
     dryRun: o['dry-run'],
     fsck,
     keepPacks: keep,

@@ -13,11 +13,13 @@ import { buildFsckView, cleanLeftovers, installPack, listPacks, midxFiles, remov
 import { fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import { runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
-import type { Levels } from '../repack/levels.js';
+import type { Level, Levels } from '../repack/levels.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 
 export interface RepackOptions {
   levels: Levels;
+  /** The level `auto` compresses at (pack.compression, core.compression or -1). */
+  autoFallback?: number | undefined;
   dryRun: boolean;
   fsck: FsckMode;
   /** Packs to leave alone besides those with a `.keep` (names with or without `.pack`). */
@@ -40,7 +42,7 @@ export interface PartitionResult {
 
 export interface RepackResult {
   dryRun: boolean;
-  levels: { commit: number; tree: number; blob: number; tag: number };
+  levels: { commit: Level; tree: Level; blob: Level; tag: Level };
   partitions: PartitionResult[];
   keptPacks: string[];
   removedPacks: string[];
@@ -190,7 +192,7 @@ export function repack(repo: Repository, opts: RepackOptions): RepackResult {
       tmpFiles.push(tmp.pack, tmp.idx, tmp.rev);
       const { stats, written: w } = rewritePartition(
         { kind, packs: sources.map((p) => opened.get(p.base)!), loose, looseDir: repo.objectsDir },
-        { algo, levels: opts.levels, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress: opts.onProgress, signal: opts.signal },
+        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress: opts.onProgress, signal: opts.signal },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
       result.partitions.push(pr);

@@ -2,16 +2,16 @@ import { GitError } from '../errors.js';
 import type { GitConfig } from '../store/config.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
 
-/** A zlib level as git takes it: -1 (zlib's default, 6) or 0..9. */
-export type Level = number;
+/** A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; or `auto` (see auto.ts). */
+export type Level = number | 'auto';
 
 export interface LevelFlags {
-  compression?: number | undefined;
-  graph?: number | undefined;
-  commit?: number | undefined;
-  tree?: number | undefined;
-  blob?: number | undefined;
-  tag?: number | undefined;
+  compression?: Level | undefined;
+  graph?: Level | undefined;
+  commit?: Level | undefined;
+  tree?: Level | undefined;
+  blob?: Level | undefined;
+  tag?: Level | undefined;
 }
 
 /** Target level per base type, indexed by OBJ_COMMIT..OBJ_TAG. */
@@ -22,13 +22,15 @@ export function isLevel(n: number): boolean {
 }
 
 /** Parses a level given on the command line; anything else is a usage error. */
-export function parseLevelFlag(name: string, v: string): number {
+export function parseLevelFlag(name: string, v: string): Level {
+  if (v.trim() === 'auto') return 'auto';
   const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9, not '${v}'`);
+  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9 (or auto), not '${v}'`);
   return n;
 }
 
-function configLevel(config: GitConfig, key: string): number | undefined {
+function configLevel(config: GitConfig, key: string): Level | undefined {
+  if (config.get(key)?.trim() === 'auto') return 'auto';
   const n = config.getInt(key);
   if (n === undefined) return undefined;
   if (!isLevel(n)) throw new GitError('bad-config', `bad ${key} level ${n}`);
@@ -42,8 +44,11 @@ function configLevel(config: GitConfig, key: string): number | undefined {
  */
 export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   const packDefault = configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression');
+  if (packDefault === 'auto' || flags.compression === 'auto') {
+    throw new GitError('usage', 'auto is a level for one type or for --graph-compression, not for every type');
+  }
   const graphKey = configLevel(config, 'pack.graphCompression');
-  const pick = (typeFlag: number | undefined, graphFlag: number | undefined, key: string, graph: boolean): number =>
+  const pick = (typeFlag: Level | undefined, graphFlag: Level | undefined, key: string, graph: boolean): Level =>
     typeFlag ?? graphFlag ?? flags.compression ?? configLevel(config, key) ?? (graph ? graphKey : undefined) ?? packDefault ?? -1;
   return {
     [OBJ_COMMIT]: pick(flags.commit, flags.graph, 'pack.commitCompression', true),
@@ -54,7 +59,7 @@ export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
 }
 
 /** zlib's FLEVEL header class for a level (deflate.c: 0-1 → 0, 2-5 → 1, 6 → 2, 7-9 → 3). */
-export function flevelOf(level: Level): number {
+export function flevelOf(level: number): number {
   const l = level === -1 ? 6 : level;
   if (l < 2) return 0;
   if (l < 6) return 1;
@@ -67,7 +72,13 @@ export function flevelOf(level: Level): number {
  * block: level 0 means FLEVEL 0 and stored blocks; other levels mean the same FLEVEL class.
  * A second run with the same levels therefore re-encodes nothing.
  */
-export function encodingMatches(level: Level, flevel: number, stored: boolean): boolean {
+export function encodingMatches(level: number, flevel: number, stored: boolean): boolean {
   if (level === 0) return flevel === 0 && stored;
   return flevel === flevelOf(level);
+}
+
+/** The level `auto` compresses at: `--compression`, `pack.compression`, `core.compression`, or -1. */
+export function fallbackLevel(flags: LevelFlags, config: GitConfig): number {
+  const v = flags.compression ?? configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression') ?? -1;
+  return v === 'auto' ? -1 : v;
 }

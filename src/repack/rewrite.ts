@@ -14,6 +14,7 @@ import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import { inflateExact, type Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
+import { autoLevel } from './auto.js';
 import { encodingMatches, type Levels } from './levels.js';
 
 /** srcPack value of a loose object. */
@@ -62,6 +63,8 @@ export interface WrittenPack {
 export interface RewriteOptions {
   algo: HashAlgo;
   levels: Levels;
+  /** Level of entries that `auto` decides to compress. */
+  autoFallback?: number | undefined;
   /** Reads objects from any pack or loose file (for deltas whose base is not in the output). */
   odb: ObjectDatabase;
   /** Objects that stay elsewhere (kept or cruft packs): not packed again. */
@@ -243,7 +246,12 @@ export function rewritePartition(input: PartitionInput, opts: RewriteOptions): {
   const writer = opts.dryRun ? undefined : new PackFileWriter(opts.tmp.pack, algo, n);
   let offset = 12;
   const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  const levelOf = (t: number): number => levels[t as 1 | 2 | 3 | 4];
+  // `auto` decides per entry from its inflated size and current compressed length; the
+  // fallback is what the other settings would give (pack.compression, core.compression, -1).
+  const levelOf = (t: number, size: number, packedLen: number | undefined): number => {
+    const l = levels[t as 1 | 2 | 3 | 4];
+    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l;
+  };
 
   const emit = (s: number, type: number, size: number, baseSel: number, data: Uint8Array | number): void => {
     let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
@@ -271,7 +279,7 @@ export function rewritePartition(input: PartitionInput, opts: RewriteOptions): {
         const file = loosePath(input.looseDir, id);
         const obj = readLooseFile(file);
         checkId(algo, obj.type, obj.data, id, 0, file, 0);
-        const level = levelOf(obj.type);
+        const level = levelOf(obj.type, obj.data.length, undefined);
         stats.loose++;
         emit(s, obj.type, obj.data.length, -1, opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level));
         continue;
@@ -288,13 +296,13 @@ export function rewritePartition(input: PartitionInput, opts: RewriteOptions): {
         const obj = opts.odb.readPacked(pack, off);
         checkId(algo, obj.type, obj.data, pack.idx.ids, j * len, pack.packPath, off);
         stats.whole++;
-        const level = levelOf(obj.type);
+        const level = levelOf(obj.type, obj.data.length, undefined);
         emit(s, obj.type, obj.data.length, -1, opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level));
         continue;
       }
       const type = b >= 0 ? outType[b]! : entryType;
       if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
-      const level = levelOf(type);
+      const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : end - off - scan.headerLen[j]!);
       const matches = encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
       if (opts.dryRun) {
         const hl = scan.headerLen[j]!;
