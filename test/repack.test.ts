@@ -227,3 +227,39 @@ describe('bad levels and options', () => {
     expect(r).toMatch(/nothing to repack/);
   });
 });
+
+describe('worker threads change nothing but the speed', () => {
+  for (const name of ['basic', 'multi-pack'] as const) {
+    it(`${name}: the same pack with and without worker threads`, () => {
+      const a = useFixtureCopy(name);
+      const b = useFixtureCopy(name);
+      const ra = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: a, env: { GIT_REPACK_TS_THREADS: '0' } }));
+      const rb = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '2' } }));
+      expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
+      expect(fsckStrict(b).status).toBe(0);
+    });
+  }
+});
+
+describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing changed', () => {
+  for (const threads of ['0', '1']) {
+    it(`a copied entry whose CRC32 does not match the idx (threads=${threads})`, () => {
+      const repo = useFixtureCopy('basic');
+      const pack = listPacks(repo)[0]!;
+      const v = verifyPack(repo, pack);
+      const blob = v.entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 8)!;
+      const bytes = fs.readFileSync(pack);
+      bytes[blob.offset + blob.sizeInPack - 2]! ^= 0x55;
+      fs.chmodSync(pack, 0o644);
+      fs.writeFileSync(pack, bytes);
+      const snapshot = () => packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+      const before = snapshot();
+      const loose = countObjects(repo).count;
+      const r = tool(['--graph-compression=0'], { cwd: repo, env: { GIT_REPACK_TS_THREADS: threads } });
+      expect(r.status).toBe(128);
+      expect(r.stderr).toBe(`fatal: ${pack}: entry does not match its CRC32 in the index at offset ${blob.offset}\n`);
+      expect(snapshot()).toEqual(before);
+      expect(countObjects(repo).count).toBe(loose);
+    });
+  }
+});

@@ -79,7 +79,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  const r = repack(repo, {
+  const r = await repack(repo, {
     levels,
     autoFallback: fallbackLevel(flags, repo.config),
     dryRun: o['dry-run'],

@@ -133,7 +133,7 @@ function firstMissing(want: Buffer, have: Buffer, len: number, elsewhere: (id: U
  * per partition (normal, promisor), with each type at its target level. Proven equal, checked by
  * git fsck, installed in git's order, and only then are the old files removed.
  */
-export function repack(repo: Repository, opts: RepackOptions): RepackResult {
+export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
   const warn = opts.onWarning ?? (() => undefined);
   const algo = repo.algo;
   const len = algo.len;
@@ -190,7 +190,7 @@ export function repack(repo: Repository, opts: RepackOptions): RepackResult {
       if (sources.length >= 0xffff) throw new GitError('unsupported', `too many packs (${sources.length})`);
       const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
       tmpFiles.push(tmp.pack, tmp.idx, tmp.rev);
-      const { stats, written: w } = rewritePartition(
+      const { stats, written: w } = await rewritePartition(
         { kind, packs: sources.map((p) => opened.get(p.base)!), loose, looseDir: repo.objectsDir },
         { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress: opts.onProgress, signal: opts.signal },
       );

@@ -96,7 +96,6 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
   }
 
   // The pack's own trailer.
-  opts.onProgress?.('checksum', 0, 1);
   const sum = pack.checksumOk();
   if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
 
@@ -124,7 +123,9 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
   }
 
   // Entries: headers, CRCs, bases.
-  const scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('scanning', d, n) });
+  opts.onProgress?.('indexing objects', 0, n);
+  const scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+  opts.onProgress?.('indexing objects', n, n);
   opts.signal?.throwIfAborted();
 
   // Objects: inflate, resolve and re-hash, base first.
@@ -133,6 +134,8 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
   const done = new Uint8Array(n);
   const { start, list } = childrenOf(scan.parent, pack.order);
   const order = pack.order;
+  let deltas = 0;
+  for (let j = 0; j < n; j++) if (scan.parent[j] !== NO_PARENT) deltas++;
   let resolved = 0;
   const checkId = (j: number, type: number, data: Buffer): void => {
     const h = algo.create();
@@ -166,11 +169,7 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
     const type = scan.type[root]!;
     realType[root] = type;
     checkId(root, type, rootData);
-    resolved++;
-    if ((resolved & 0x3fff) === 0) {
-      opts.onProgress?.('resolving', resolved, n);
-      opts.signal?.throwIfAborted();
-    }
+    opts.signal?.throwIfAborted();
     const stack: Frame[] = [{ j: root, data: rootData, next: start[root]! }];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
@@ -196,11 +195,11 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
       realType[c] = type;
       depth[c] = stack.length;
       checkId(c, type, data);
-      resolved++;
-      if ((resolved & 0x3fff) === 0) opts.onProgress?.('resolving', resolved, n);
+      if ((++resolved & 0x3fff) === 0) opts.onProgress?.('resolving deltas', resolved, deltas);
       if (start[c + 1]! > start[c]!) stack.push({ j: c, data, next: start[c]! });
     }
   }
+  if (deltas > 0) opts.onProgress?.('resolving deltas', deltas, deltas);
   for (let j = 0; j < n; j++) {
     if (done[j]) continue;
     const p = scan.parent[j]!;

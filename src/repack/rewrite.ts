@@ -1,4 +1,3 @@
-import { deflateSync, inflateSync, crc32 } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
 import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
 import { OidTable } from '../hash/oid-table.js';
@@ -6,19 +5,25 @@ import { sortIds } from '../hash/sort.js';
 import { encodeIdxV2 } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
 import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
-import { encodeEntryHeader, encodeOfsDistance, parseEntryHeader, MAX_ENTRY_HEADER } from '../format/pack.js';
+import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { writeFileDurable } from '../store/files.js';
 import { PackFileWriter } from '../format/pack-writer.js';
-import { storedZlib, storedZlibEquals, storedZlibLength } from '../format/zlib-stored.js';
+import { storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
-import { inflateExact, type Pack } from '../store/pack.js';
+import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { autoLevel } from './auto.js';
+import { COPY_CRC, COPY_INFLATE, REENCODE, type BatchJob, type BatchResult } from './batch.js';
+import { deflateAt } from './deflate.js';
+import { BatchPool } from './pool.js';
 import { encodingMatches, type Levels } from './levels.js';
 
 /** srcPack value of a loose object. */
 const LOOSE = 0xffff;
+/** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
+const BATCH_MAX = 4096;
+const BATCH_BYTES = 4 << 20;
 
 export interface PartitionInput {
   kind: 'normal' | 'promisor';
@@ -86,11 +91,6 @@ function bump(c: TypeCounts, type: number): void {
   if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n]++;
 }
 
-/** Deflates at a zlib level; level 0 is written directly as stored blocks, exactly as zlib would. */
-export function deflateAt(data: Uint8Array, level: number): Buffer {
-  if (level === 0) return storedZlib(data);
-  return deflateSync(data, { level });
-}
 
 /**
  * Rewrites one partition (all its packs and loose objects) into one new pack in temporary files:
@@ -99,7 +99,7 @@ export function deflateAt(data: Uint8Array, level: number): Buffer {
  * (CRC32 against the old idx for copies, inflate-compare for re-encodes, re-hash for objects
  * resolved whole and loose objects).
  */
-export function rewritePartition(input: PartitionInput, opts: RewriteOptions): { stats: RewriteStats; written: WrittenPack | undefined } {
+export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<{ stats: RewriteStats; written: WrittenPack | undefined }> {
   const { algo, levels } = opts;
   const len = algo.len;
   const progress = opts.onProgress;
@@ -257,95 +257,200 @@ export function rewritePartition(input: PartitionInput, opts: RewriteOptions): {
     let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
     if (baseSel >= 0) hl += encodeOfsDistance(offset - outOffset[baseSel]!, hdr, hl);
     outOffset[s] = offset;
-    outType[s] = type;
     if (writer === undefined || typeof data === 'number') {
       offset += hl + (typeof data === 'number' ? data : data.length); // dry run: just the size
     } else {
-      outCrc[s] = writer!.writeEntry(hdr.subarray(0, hl), data);
+      outCrc[s] = writer.writeEntry(hdr.subarray(0, hl), data);
       offset += hl + data.length;
     }
   };
 
-  try {
+  /** An object not copied from a pack entry: a loose object, or a delta written whole. */
+  const direct = (s: number): { type: number; size: number; data: Buffer | number } => {
+    const pi = srcPack[s]!;
+    let obj: { type: number; data: Buffer };
+    if (pi === LOOSE) {
+      const id = input.loose[srcIdx[s]!]!;
+      const file = loosePath(input.looseDir, id);
+      obj = readLooseFile(file);
+      checkId(algo, obj.type, obj.data, id, 0, file, 0);
+      stats.loose++;
+    } else {
+      // The base is not in the output (kept elsewhere, or a cycle was broken here).
+      const pack = packs[pi]!;
+      const j = srcIdx[s]!;
+      obj = opts.odb.readPacked(pack, pack.idx.offsets[j]!);
+      checkId(algo, obj.type, obj.data, pack.idx.ids, j * len, pack.packPath, pack.idx.offsets[j]!);
+      stats.whole++;
+    }
+    outType[s] = obj.type;
+    const level = levelOf(obj.type, obj.data.length, undefined);
+    const data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
+    return { type: obj.type, size: obj.data.length, data };
+  };
+
+  /** What happens to a pack entry: its type, level and whether its encoding already matches. */
+  const decide = (s: number): { type: number; level: number; matches: boolean } => {
+    const pack = packs[srcPack[s]!]!;
+    const scan = scans[srcPack[s]!]!;
+    const j = srcIdx[s]!;
+    const off = pack.idx.offsets[j]!;
+    const b = base[s]!;
+    const type = b >= 0 ? outType[b]! : scan.type[j]!;
+    if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
+    outType[s] = type;
+    const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.ends[j]! - off - scan.headerLen[j]!);
+    const matches = encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
+    if (matches) stats.copied++;
+    else bump(stats.reencoded, type);
+    return { type, level, matches };
+  };
+
+  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || (wantWhole[s] === 1 && isDelta(scans[srcPack[s]!]!.type[srcIdx[s]!]!));
+
+  if (opts.dryRun) {
     for (let k = 0; k < n; k++) {
       const s = outOrder[k]!;
-      if ((k & 0x3fff) === 0) {
-        progress?.('writing objects', k, n);
-        opts.signal?.throwIfAborted();
-      }
-      const pi = srcPack[s]!;
-      if (pi === LOOSE) {
-        const id = input.loose[srcIdx[s]!]!;
-        const file = loosePath(input.looseDir, id);
-        const obj = readLooseFile(file);
-        checkId(algo, obj.type, obj.data, id, 0, file, 0);
-        const level = levelOf(obj.type, obj.data.length, undefined);
-        stats.loose++;
-        emit(s, obj.type, obj.data.length, -1, opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level));
+      if (isDirect(s)) {
+        const d = direct(s);
+        emit(s, d.type, d.size, -1, d.data);
         continue;
       }
+      const { type, level, matches } = decide(s);
+      const scan = scans[srcPack[s]!]!;
+      const j = srcIdx[s]!;
+      const pack = packs[srcPack[s]!]!;
+      let dataLen = pack.ends[j]! - pack.idx.offsets[j]! - scan.headerLen[j]!;
+      if (!matches) {
+        if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
+        else stats.sizeExact = false;
+      }
+      emit(s, type, scan.size[j]!, base[s]!, dataLen);
+    }
+    stats.bytesOut = offset + len;
+    return { stats, written: undefined };
+  }
+
+  // Batches of consecutive output entries: their source bytes are read in as few spans as
+  // possible, checked and re-encoded on worker threads (or inline), then written in order.
+  const pool = new BatchPool(BatchPool.threadsFor(n));
+  const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
+  const pipelineDepth = Math.max(2, pool.threads * 2 + 1);
+  let next = 0;
+  const buildBatch = (): void => {
+    const from = next;
+    let bytes = 0;
+    let to = from;
+    while (to < n && to - from < BATCH_MAX) {
+      const s = outOrder[to]!;
+      if (!isDirect(s)) {
+        const j = srcIdx[s]!;
+        const p = packs[srcPack[s]!]!;
+        const l = p.ends[j]! - p.idx.offsets[j]!;
+        if (bytes > 0 && bytes + l > BATCH_BYTES) break;
+        bytes += l;
+      }
+      to++;
+    }
+    const m = to - from;
+    const job: BatchJob = {
+      buf: new ArrayBuffer(bytes),
+      n: m,
+      rawStart: new Uint32Array(m),
+      rawLen: new Uint32Array(m),
+      headerLen: new Uint8Array(m),
+      size: new Float64Array(m),
+      mode: new Uint8Array(m),
+      level: new Int8Array(m),
+      crc: new Uint32Array(m),
+      files: packs.map((p) => p.packPath),
+      fileIndex: new Uint16Array(m),
+      offset: new Float64Array(m),
+    };
+    const directs = new Map<number, { type: number; size: number; data: Buffer | number }>();
+    const view = Buffer.from(job.buf);
+    let pos = 0;
+    let spanPack: Pack | undefined;
+    let spanStart = 0;
+    let spanEnd = 0;
+    let spanPos = 0;
+    const flush = (): void => {
+      if (spanPack !== undefined && spanEnd > spanStart) spanPack.read(spanStart, spanEnd - spanStart, view.subarray(spanPos, spanPos + spanEnd - spanStart));
+      spanPack = undefined;
+    };
+    for (let i = 0; i < m; i++) {
+      const s = outOrder[from + i]!;
+      if (isDirect(s)) {
+        directs.set(i, direct(s));
+        continue;
+      }
+      const pi = srcPack[s]!;
       const pack = packs[pi]!;
       const scan = scans[pi]!;
       const j = srcIdx[s]!;
       const off = pack.idx.offsets[j]!;
       const end = pack.ends[j]!;
-      const entryType = scan.type[j]!;
-      const b = base[s]!;
-      if (wantWhole[s] && isDelta(entryType)) {
-        // The base is not in the output (kept elsewhere, or a cycle was broken here).
-        const obj = opts.odb.readPacked(pack, off);
-        checkId(algo, obj.type, obj.data, pack.idx.ids, j * len, pack.packPath, off);
-        stats.whole++;
-        const level = levelOf(obj.type, obj.data.length, undefined);
-        emit(s, obj.type, obj.data.length, -1, opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level));
-        continue;
+      const { level, matches } = decide(s);
+      const crcs = pack.idx.crcs;
+      job.mode[i] = matches ? (crcs !== null ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      job.level[i] = level;
+      job.crc[i] = crcs !== null ? crcs[j]! : 0;
+      job.rawStart[i] = pos;
+      job.rawLen[i] = end - off;
+      job.headerLen[i] = scan.headerLen[j]!;
+      job.size[i] = scan.size[j]!;
+      job.fileIndex[i] = pi;
+      job.offset[i] = off;
+      if (spanPack === pack && off === spanEnd) spanEnd = end;
+      else {
+        flush();
+        spanPack = pack;
+        spanStart = off;
+        spanEnd = end;
+        spanPos = pos;
       }
-      const type = b >= 0 ? outType[b]! : entryType;
-      if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
-      const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : end - off - scan.headerLen[j]!);
-      const matches = encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
-      if (opts.dryRun) {
-        const hl = scan.headerLen[j]!;
-        const size = scan.size[j]!;
-        let dataLen = end - off - hl;
-        if (!matches) {
-          bump(stats.reencoded, type);
-          if (level === 0) dataLen = storedZlibLength(size);
-          else stats.sizeExact = false;
-        } else stats.copied++;
-        emit(s, type, size, b, dataLen);
-        continue;
+      pos += end - off;
+    }
+    flush();
+    const modes = job.mode.slice();
+    const rawStart = job.rawStart.slice();
+    const headerLen = job.headerLen.slice();
+    const rawLen = job.rawLen.slice();
+    inflight.push({ promise: pool.run(job), from, to, directs, modes, rawStart, headerLen, rawLen });
+    next = to;
+  };
+
+  try {
+    while (next < n || inflight.length > 0) {
+      while (inflight.length < pipelineDepth && next < n) buildBatch();
+      const b = inflight.shift()!;
+      const r = await b.promise;
+      if (r.error) {
+        const e = r.error;
+        throw new GitError(e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack', `${e.file}: ${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`, { file: e.file, offset: e.offset });
       }
-      const raw = pack.windowed(off, end);
-      const h = parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, pack.packPath, off);
-      const data = raw.subarray(h.headerLen);
-      if (matches) {
-        // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
-        const crcs = pack.idx.crcs;
-        if (crcs !== null) {
-          if (crc32(raw) !== crcs[j]) throw corrupt('bad-pack', pack.packPath, off, 'entry does not match its CRC32 in the index');
-        } else {
-          inflateExact(data, h.size, pack.packPath, off + h.headerLen);
+      const src = Buffer.from(r.buf);
+      const out = Buffer.from(r.out);
+      for (let i = 0; i < b.to - b.from; i++) {
+        const s = outOrder[b.from + i]!;
+        const d = b.directs.get(i);
+        if (d !== undefined) {
+          emit(s, d.type, d.size, -1, d.data);
+          continue;
         }
-        stats.copied++;
-        emit(s, type, h.size, b, data);
-      } else {
-        const plain = inflateExact(data, h.size, pack.packPath, off + h.headerLen);
-        const again = deflateAt(plain, level);
-        // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
-        // are inflated by our own checker, which needs no zlib engine per entry).
-        const same = level === 0 ? storedZlibEquals(again, plain) : inflateSync(again).equals(plain);
-        if (!same) {
-          throw new GitError('verify-failed', `re-encoded entry at offset ${off} of ${pack.packPath} does not inflate to the same bytes`);
-        }
-        bump(stats.reencoded, type);
-        emit(s, type, h.size, b, again);
+        const size = scans[srcPack[s]!]!.size[srcIdx[s]!]!;
+        const data =
+          b.modes[i] === REENCODE
+            ? out.subarray(r.outStart[i]!, r.outStart[i]! + r.outLen[i]!)
+            : src.subarray(b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
+        emit(s, outType[s]!, size, base[s]!, data);
       }
+      progress?.('writing objects', b.to, n);
+      opts.signal?.throwIfAborted();
     }
     progress?.('writing objects', n, n);
-    for (const p of packs) p.releaseWindow();
     stats.bytesOut = offset + len;
-    if (opts.dryRun || writer === undefined) return { stats, written: undefined };
+    if (writer === undefined) return { stats, written: undefined };
 
     const checksum = writer.finish();
     // Index: ids sorted, with the offsets and CRCs just written.
@@ -383,6 +488,8 @@ export function rewritePartition(input: PartitionInput, opts: RewriteOptions): {
   } catch (e) {
     writer?.abort();
     throw e;
+  } finally {
+    await pool.close();
   }
 }
 

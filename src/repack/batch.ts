@@ -1,0 +1,115 @@
+import { crc32, inflateSync } from 'node:zlib';
+import { inflateExact } from '../store/pack.js';
+import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
+import { deflateAt } from './deflate.js';
+
+/** Entry modes in a batch. */
+export const COPY_CRC = 1;
+export const COPY_INFLATE = 2;
+export const REENCODE = 3;
+
+/**
+ * A run of consecutive output entries whose source bytes sit in one buffer. It is the unit of
+ * work shipped to a worker thread (or run inline): check what is copied, re-encode the rest,
+ * prove each re-encode inflates to the original bytes.
+ */
+export interface BatchJob {
+  buf: ArrayBuffer;
+  n: number;
+  /** Where each entry's raw bytes (header + data) start in `buf`, and their length. */
+  rawStart: Uint32Array;
+  rawLen: Uint32Array;
+  headerLen: Uint8Array;
+  /** Declared inflated size of each entry's data. */
+  size: Float64Array;
+  mode: Uint8Array;
+  level: Int8Array;
+  /** Expected CRC32 of the raw entry (COPY_CRC). */
+  crc: Uint32Array;
+  /** For messages: the source files, each entry's index into them and its offset there. */
+  files: string[];
+  fileIndex: Uint16Array;
+  offset: Float64Array;
+}
+
+export interface BatchResult {
+  /** The input buffer, handed back. */
+  buf: ArrayBuffer;
+  /** Re-encoded data of REENCODE entries, back to back, and where each one is. */
+  out: ArrayBuffer;
+  outStart: Uint32Array;
+  outLen: Uint32Array;
+  error?: { file: string; offset: number; message: string; code: string };
+}
+
+export function runBatch(job: BatchJob): BatchResult {
+  const src = Buffer.from(job.buf);
+  const outStart = new Uint32Array(job.n);
+  const outLen = new Uint32Array(job.n);
+  // Level-0 output sizes are known in advance: those entries are written straight into the
+  // result; other levels are collected and appended after them.
+  let storedTotal = 0;
+  for (let i = 0; i < job.n; i++) if (job.mode[i] === REENCODE && job.level[i] === 0) storedTotal += storedZlibLength(job.size[i]!);
+  let out = Buffer.from(new ArrayBuffer(storedTotal));
+  let storedAt = 0;
+  const others: { i: number; data: Buffer }[] = [];
+  for (let i = 0; i < job.n; i++) {
+    const raw = src.subarray(job.rawStart[i]!, job.rawStart[i]! + job.rawLen[i]!);
+    const data = raw.subarray(job.headerLen[i]!);
+    const mode = job.mode[i]!;
+    try {
+      if (mode === COPY_CRC) {
+        // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
+        if (crc32(raw) !== job.crc[i]) {
+          return fail(job, i, 'entry does not match its CRC32 in the index', 'bad-pack');
+        }
+      } else if (mode === COPY_INFLATE) {
+        // An idx v1 has no CRC32: zlib's own Adler-32 check stands in for it.
+        inflateExact(data, job.size[i]!, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+      } else if (mode === REENCODE) {
+        const plain = inflateExact(data, job.size[i]!, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+        const level = job.level[i]!;
+        // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
+        // are inflated by our own checker, which needs no zlib engine per entry).
+        if (level === 0) {
+          const n = writeStoredZlib(plain, out, storedAt);
+          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          outStart[i] = storedAt;
+          outLen[i] = n;
+          storedAt += n;
+        } else {
+          const again = deflateAt(plain, level);
+          if (!inflateSync(again).equals(plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          others.push({ i, data: again });
+        }
+      }
+    } catch (e) {
+      const err = e as { message?: string; code?: string };
+      return fail(job, i, err.message ?? String(e), err.code ?? 'bad-object');
+    }
+  }
+  if (others.length > 0) {
+    let total = storedAt;
+    for (const o of others) total += o.data.length;
+    const grown = Buffer.from(new ArrayBuffer(total));
+    out.copy(grown, 0, 0, storedAt);
+    let p = storedAt;
+    for (const o of others) {
+      grown.set(o.data, p);
+      outStart[o.i] = p;
+      outLen[o.i] = o.data.length;
+      p += o.data.length;
+    }
+    out = grown;
+  }
+  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen };
+}
+
+function fileOf(job: BatchJob, i: number): string {
+  return job.files[job.fileIndex[i]!] ?? '';
+}
+
+function fail(job: BatchJob, i: number, message: string, code: string): BatchResult {
+  const empty = new Uint32Array(0);
+  return { buf: job.buf, out: new ArrayBuffer(0), outStart: empty, outLen: empty, error: { file: fileOf(job, i), offset: job.offset[i]!, message, code } };
+}

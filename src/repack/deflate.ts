@@ -1,0 +1,8 @@
+import { deflateSync } from 'node:zlib';
+import { storedZlib } from '../format/zlib-stored.js';
+
+/** Deflates at a zlib level; level 0 is written directly as stored blocks, exactly as zlib would. */
+export function deflateAt(data: Uint8Array, level: number): Buffer {
+  if (level === 0) return storedZlib(data);
+  return deflateSync(data, { level });
+}

@@ -1,0 +1,55 @@
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { runBatch, type BatchJob, type BatchResult } from './batch.js';
+
+/** Runs batches on worker threads (round robin), or inline when there are none. */
+export class BatchPool {
+  private readonly workers: Worker[] = [];
+  private readonly pending = new Map<number, { resolve: (r: BatchResult) => void; reject: (e: Error) => void }>();
+  private nextId = 0;
+  private rr = 0;
+
+  constructor(threads: number) {
+    for (let i = 0; i < threads; i++) {
+      const w = new Worker(new URL('./reencode-worker.js', import.meta.url));
+      w.on('message', (m: { id: number; result: BatchResult }) => {
+        const p = this.pending.get(m.id);
+        this.pending.delete(m.id);
+        p?.resolve(m.result);
+      });
+      w.on('error', (e) => {
+        for (const p of this.pending.values()) p.reject(e);
+        this.pending.clear();
+      });
+      this.workers.push(w);
+    }
+  }
+
+  /** How many worker threads a rewrite of this many entries deserves. */
+  static threadsFor(entries: number, env: NodeJS.ProcessEnv = process.env): number {
+    const forced = env.GIT_REPACK_TS_THREADS;
+    if (forced !== undefined && /^\d+$/.test(forced)) return Math.min(Number(forced), 16);
+    // Starting a worker costs ~40 ms: not worth it for a few thousand entries.
+    if (entries < 20000) return 0;
+    return Math.max(1, Math.min(4, availableParallelism() - 1));
+  }
+
+  get threads(): number {
+    return this.workers.length;
+  }
+
+  run(job: BatchJob): Promise<BatchResult> {
+    if (this.workers.length === 0) return Promise.resolve(runBatch(job));
+    const id = this.nextId++;
+    const w = this.workers[this.rr++ % this.workers.length]!;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ id, job }, [job.buf]);
+    });
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.workers.map((w) => w.terminate()));
+    this.workers.length = 0;
+  }
+}

@@ -1,0 +1,152 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, fixtureGitDir, fixtureLinkedWorktree, fixturePath } from './fixtures/index.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { fsckStrict, gitOk, objectSet } from './helpers/git.js';
+import { tool } from './helpers/tool.js';
+
+function inspectJson(args: string[], cwd: string, env?: Record<string, string | undefined>) {
+  const r = tool([...args, 'inspect', '--json'], { cwd, env });
+  expect(r.stderr).toBe('');
+  expect(r.status).toBe(0);
+  return JSON.parse(r.stdout) as { objectFormat: string; packs: { pack: string }[]; total: { objects: number } };
+}
+
+describe("git's CLI contract", () => {
+  it('-h prints the usage on stderr and exits 129, for the tool and each subcommand', () => {
+    const cwd = fixturePath('basic');
+    for (const args of [['-h'], ['verify', '-h'], ['inspect', '-h'], ['repack', '-h']]) {
+      const r = tool(args, { cwd });
+      expect(r.status).toBe(129);
+      expect(r.stderr).toMatch(/^usage: git repack-ts/);
+    }
+  });
+
+  it('an unknown subcommand is a usage error', () => {
+    const r = tool(['frobnicate'], { cwd: fixturePath('basic') });
+    expect(r.status).toBe(129);
+    expect(r.stderr).toMatch(/^error: unknown command 'frobnicate'/);
+  });
+
+  it('--version', () => {
+    expect(tool(['--version'], { cwd: '/' }).stdout).toMatch(/^git-repack-ts version \d+\.\d+\.\d+\n$/);
+  });
+
+  it('-C changes directory first (cumulatively, like git)', () => {
+    const repo = fixturePath('basic');
+    const parent = path.dirname(repo);
+    const j = inspectJson(['-C', parent, '-C', path.basename(repo)], '/');
+    expect(j.total.objects).toBeGreaterThan(0);
+    const bad = tool(['-C', '/nonexistent-dir', 'inspect'], { cwd: '/' });
+    expect(bad.status).toBe(128);
+    expect(bad.stderr).toBe("fatal: cannot change to '/nonexistent-dir': No such file or directory\n");
+  });
+
+  it('--git-dir and GIT_DIR name the repository', () => {
+    const gitDir = fixtureGitDir('basic');
+    const a = inspectJson([`--git-dir=${gitDir}`], '/');
+    const b = inspectJson([], '/', { GIT_DIR: gitDir });
+    const c = inspectJson(['--git-dir', gitDir], '/');
+    expect(a.total.objects).toBeGreaterThan(0);
+    expect(b).toEqual(a);
+    expect(c).toEqual(a);
+    const r = tool(['--git-dir=/tmp', 'inspect'], { cwd: '/' });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toBe("fatal: not a git repository: '/tmp'\n");
+  });
+
+  it('-- ends options: a pack named like an option', () => {
+    const repo = useFixtureCopy('basic');
+    const pack = fs.readdirSync(path.join(repo, '.git/objects/pack')).find((f) => f.endsWith('.pack'))!;
+    const dir = path.join(repo, '.git/objects/pack');
+    fs.renameSync(path.join(dir, pack), path.join(dir, '-v.pack'));
+    fs.renameSync(path.join(dir, pack.replace('.pack', '.idx')), path.join(dir, '-v.idx'));
+    const r = tool(['verify', '--', '-v.idx'], { cwd: dir });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
+  it('progress goes to stderr only when asked (no terminal here) and never to stdout', () => {
+    const repo = useFixtureCopy('basic');
+    const quiet = tool(['verify'], { cwd: repo });
+    expect(quiet.stderr).toBe('');
+    const forced = tool(['verify', '--progress'], { cwd: repo });
+    expect(forced.status).toBe(0);
+    expect(forced.stdout).toBe('');
+    expect(forced.stderr).toMatch(/Indexing objects: 100% \(\d+\/\d+\), done\.\n/);
+    expect(forced.stderr).toMatch(/Resolving deltas: 100% \(\d+\/\d+\), done\.\n/);
+    const rp = tool(['--graph-compression=0', '--progress', '-q'], { cwd: repo });
+    expect(rp.status).toBe(0);
+    expect(rp.stderr).toMatch(/Writing objects: 100% \(\d+\/\d+\), done\./);
+    expect(rp.stdout).toBe('');
+  });
+});
+
+describe('repository discovery like git', () => {
+  it('finds the repository from a subdirectory of the work tree', () => {
+    const repo = fixturePath('basic');
+    const sub = fs.readdirSync(repo).find((f) => !f.startsWith('.') && fs.statSync(path.join(repo, f)).isDirectory())!;
+    expect(inspectJson([], path.join(repo, sub)).total.objects).toBe(inspectJson([], repo).total.objects);
+  });
+
+  it('reads a bare repository', () => {
+    expect(FIXTURES.bare.bare).toBe(true);
+    expect(inspectJson([], fixturePath('bare')).total.objects).toBeGreaterThan(0);
+  });
+
+  it('follows a linked worktree to the common objects directory', () => {
+    const repo = useFixtureCopy('worktree');
+    const wt = fixtureLinkedWorktree('worktree', repo);
+    expect(fs.statSync(path.join(wt, '.git')).isFile()).toBe(true);
+    const fromWt = inspectJson([], wt);
+    const fromMain = inspectJson([], repo);
+    expect(fromWt.total.objects).toBe(fromMain.total.objects);
+    // and the rewrite from inside the linked worktree keeps its HEAD's objects
+    const before = objectSet(wt);
+    const r = tool(['-q', '--graph-compression=0'], { cwd: wt });
+    expect(r.stderr).toBe('');
+    expect(objectSet(wt)).toEqual(before);
+    expect(fsckStrict(wt).status).toBe(0);
+  });
+
+  it('uses objects through alternates but never rewrites them', () => {
+    const repo = useFixtureCopy('alternates');
+    const alt = fs.readFileSync(path.join(repo, '.git/objects/info/alternates'), 'utf8').trim();
+    const altPacks = fs.readdirSync(path.join(alt, 'pack')).map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs]);
+    const before = objectSet(repo);
+    expect(tool(['-q', '--graph-compression=0'], { cwd: repo }).status).toBe(0);
+    expect(objectSet(repo)).toEqual(before);
+    expect(fs.readdirSync(path.join(alt, 'pack')).map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs])).toEqual(altPacks);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+
+  it('knows a SHA-256 repository by extensions.objectFormat', () => {
+    expect(inspectJson([], fixturePath('sha256')).objectFormat).toBe('sha256');
+    expect(inspectJson([], fixturePath('basic')).objectFormat).toBe('sha1');
+  });
+
+  it('reads a snapshot without a config file (as public snapshots arrive)', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-noconfig-'));
+    try {
+      gitOk(['clone', '-q', '--bare', '--no-local', fixturePath('basic'), path.join(dir, 'r.git')], { cwd: dir });
+      fs.rmSync(path.join(dir, 'r.git', 'config'));
+      expect(inspectJson([], path.join(dir, 'r.git')).total.objects).toBeGreaterThan(0);
+      expect(tool(['verify'], { cwd: path.join(dir, 'r.git') }).status).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('outside any repository: fatal with git\'s message, exit 128', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-none-'));
+    try {
+      const r = tool(['inspect'], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: path.dirname(dir) } });
+      expect(r.status).toBe(128);
+      expect(r.stderr).toBe('fatal: not a git repository (or any of the parent directories): .git\n');
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
