@@ -74,7 +74,6 @@ export function censusOfPack(pack: Pack): PackCensus {
   });
   const { realType, depth } = resolveChains(scan, pack.order);
   const byType = new Map<number, TypeCensus>(TYPES.map((t) => [t, emptyCensus(t)]));
-  const ends = pack.ends;
   const offs = pack.idx.offsets;
   for (let j = 0; j < pack.count; j++) {
     const t = realType[j]!;
@@ -83,7 +82,7 @@ export function censusOfPack(pack: Pack): PackCensus {
       c = emptyCensus(t);
       byType.set(t, c);
     }
-    const entryLen = ends[j]! - offs[j]!;
+    const entryLen = pack.end(j) - offs[j]!;
     const dataLen = entryLen - scan.headerLen[j]!;
     c.entries++;
     if (scan.parent[j] !== NO_PARENT) c.deltas++;

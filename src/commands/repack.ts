@@ -1,19 +1,18 @@
-import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
-import { sortIds } from '../hash/sort.js';
 import { listLoose, loosePath } from '../store/loose.js';
 import { acquireRepackLock } from '../store/lock.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { scanPack } from '../store/pack-scan.js';
 import { buildFsckView, cleanLeftovers, installPack, listPacks, midxFiles, removeLoose, removePack, viewDirName, type PackInfo } from '../store/packdir.js';
-import { fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
+import { fault, fsyncDir, renameInto, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import { runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
+import { proveWritten } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 
 export interface RepackOptions {
@@ -52,44 +51,112 @@ export interface RepackResult {
   leftoversCleaned: string[];
 }
 
+/**
+ * `objects/repack-ts.journal`: written (atomically, fsynced) before the first new pack is
+ * installed and removed once the old files are gone. The next run finds it after a kill and
+ * either finishes the removals (every pack being installed has its .idx) or takes back a partial
+ * install (nothing had been removed yet). It lives in the object directory like everything we
+ * write; git ignores files it does not know there.
+ */
 const JOURNAL = 'repack-ts.journal';
 
 interface Journal {
+  /** Names (`pack-<hash>`) of the packs being installed. */
   installed: string[];
+  /** Names of the packs to remove once they are. */
   remove: string[];
   midx: { rewrite: boolean; bitmap: boolean };
 }
+
+const PACK_NAME = /^pack-[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
 
 function normalizeKeep(name: string): string {
   return basename(name).replace(/\.(pack|idx)$/, '');
 }
 
-/** Finishes the removals of a run that was killed after installing its packs (see `JOURNAL`). */
-function recoverJournal(repo: Repository, warn: (m: string) => void): string[] {
-  const path = join(repo.commonDir, JOURNAL);
-  unlinkIfExists(path + '.tmp'); // a journal never completed: no removal had begun
-  if (!existsSync(path)) return [];
-  let j: Journal;
+function writeJournal(path: string, j: Journal): void {
   try {
-    j = JSON.parse(readFileSync(path, 'utf8')) as Journal;
+    unlinkIfExists(path + '.tmp');
+    writeFileDurable(path + '.tmp', Buffer.from(JSON.stringify(j)), 0o644);
+    renameInto(path + '.tmp', path);
+    fsyncDir(join(path, '..'));
+  } catch (e) {
+    // Nothing is installed yet: a journal that could not be completed is simply dropped.
+    bestEffort(() => unlinkIfExists(path + '.tmp'));
+    bestEffort(() => unlinkIfExists(path));
+    throw e;
+  }
+}
+
+/** Pack names from a journal, only well-formed ones: a damaged journal can name nothing else. */
+function journalNames(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((b): b is string => typeof b === 'string').map((b) => basename(b)).filter((b) => PACK_NAME.test(b)) : [];
+}
+
+/**
+ * Takes back the files of an install that did not finish: a `.pack`, `.rev` or `.promisor`
+ * without its `.idx` is invisible to git, so removing it cannot lose an object.
+ */
+function rollbackInstall(packDir: string, names: string[]): string[] {
+  const taken: string[] = [];
+  for (const name of names) {
+    const b = join(packDir, name);
+    if (existsSync(b + '.idx')) continue;
+    for (const ext of ['.pack', '.rev', '.promisor']) if (unlinkIfExists(b + ext)) taken.push(b + ext);
+  }
+  if (taken.length > 0) fsyncDir(packDir);
+  return taken;
+}
+
+/** Finishes, or rolls back, a run that was killed after writing its journal (see `JOURNAL`). */
+function recoverJournal(repo: Repository, warn: (m: string) => void): string[] {
+  const path = join(repo.objectsDir, JOURNAL);
+  const packDir = join(repo.objectsDir, 'pack');
+  unlinkIfExists(path + '.tmp'); // a journal never completed: nothing had been installed
+  if (!existsSync(path)) return [];
+  let j: { installed: string[]; remove: string[]; midx: { rewrite: boolean; bitmap: boolean } };
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as Partial<Journal>;
+    j = { installed: journalNames(raw.installed), remove: journalNames(raw.remove), midx: { rewrite: raw.midx?.rewrite === true, bitmap: raw.midx?.bitmap === true } };
   } catch {
-    unlinkIfExists(path); // torn write: it was written before any removal began
+    unlinkIfExists(path); // torn write: it was renamed into place complete, so this is not ours
     return [];
   }
   const done: string[] = [];
-  const installedOk = j.installed.every((b) => existsSync(b + '.idx') && existsSync(b + '.pack'));
+  const installedOk = j.installed.every((b) => existsSync(join(packDir, b + '.idx')) && existsSync(join(packDir, b + '.pack')));
   if (installedOk) {
-    for (const b of j.remove) {
-      if (j.installed.includes(b)) continue;
-      if (existsSync(b + '.idx') || existsSync(b + '.pack')) {
-        removePack(b);
-        done.push(b);
-      }
+    const removable = j.remove.filter((b) => !j.installed.includes(b)).map((b) => join(packDir, b));
+    // As in the run itself: a multi-pack-index naming a pack we remove goes first.
+    if (j.midx.rewrite) {
+      const mf = midxFiles(repo.objectsDir);
+      if (mf.midx !== undefined) unlinkIfExists(mf.midx);
+      for (const e of mf.extras) unlinkIfExists(e);
+      fsyncDir(packDir);
     }
+    // Whatever is left of each pack, not only its .idx or .pack: a kill may fall between two unlinks.
+    for (const b of removable) if (removePack(b)) done.push(b);
+    fsyncDir(packDir);
     if (j.midx.rewrite) rewriteMidx(repo, j.midx.bitmap, warn);
+  } else {
+    done.push(...rollbackInstall(packDir, j.installed));
   }
   unlinkIfExists(path);
   return done;
+}
+
+/** Runs cleanup that must not hide the error being reported. */
+function bestEffort(f: () => unknown): void {
+  try {
+    f();
+  } catch {
+    // the next run's recovery and leftover cleaning finish this
+  }
+}
+
+/** An error of the file system, as Node throws them. */
+function isSystemError(e: unknown): e is NodeJS.ErrnoException {
+  const err = e as NodeJS.ErrnoException;
+  return !(e instanceof GitError) && err !== null && typeof err === 'object' && typeof err.code === 'string' && typeof err.syscall === 'string';
 }
 
 function rewriteMidx(repo: Repository, bitmap: boolean, warn: (m: string) => void): boolean {
@@ -114,20 +181,6 @@ function hasPromisorRemote(repo: Repository): boolean {
   return repo.config.keys().some((k) => /^remote\..*\.promisor$/.test(k) && repo.config.getBool(k) === true);
 }
 
-/** The first id of sorted `want` that is neither in sorted `have` nor `elsewhere`, as hex. */
-function firstMissing(want: Buffer, have: Buffer, len: number, elsewhere: (id: Uint8Array, pos: number) => boolean): string | undefined {
-  const n = want.length / len;
-  const m = have.length / len;
-  let k = 0;
-  for (let i = 0; i < n; i++) {
-    let c = 1;
-    while (k < m && (c = have.compare(want, i * len, (i + 1) * len, k * len, (k + 1) * len)) < 0) k++;
-    if (k < m && c === 0) continue;
-    if (!elsewhere(want, i * len)) return toHex(want, i * len, len);
-  }
-  return undefined;
-}
-
 /**
  * `git repack-ts`: every pack (but kept and cruft ones) and every loose object become one new pack
  * per partition (normal, promisor), with each type at its target level. Proven equal, checked by
@@ -136,7 +189,6 @@ function firstMissing(want: Buffer, have: Buffer, len: number, elsewhere: (id: U
 export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
   const warn = opts.onWarning ?? (() => undefined);
   const algo = repo.algo;
-  const len = algo.len;
   const packDir = join(repo.objectsDir, 'pack');
   const result: RepackResult = {
     dryRun: opts.dryRun,
@@ -152,11 +204,23 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
   const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir);
   const tmpFiles: string[] = [];
   let viewDir: string | undefined;
+  // What a system error (ENOSPC, EROFS, EIO…) interrupted, and what state it left, for its message.
+  let step = 'reading the packs';
+  let state = 'nothing was changed';
+  const onProgress = (phase: string, done: number, total: number): void => {
+    fault(`progress:${phase}`, `${done}/${total}`);
+    opts.onProgress?.(phase, done, total);
+  };
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
   try {
     if (!opts.dryRun) {
+      step = 'finishing an interrupted run';
+      state = 'the repository is as the interrupted run left it';
       result.leftoversCleaned.push(...recoverJournal(repo, warn));
       result.leftoversCleaned.push(...cleanLeftovers(repo.objectsDir));
+      fault('phase:start');
+      step = 'reading the packs';
+      state = 'nothing was changed';
     }
     const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
     const infos = listPacks(repo.objectsDir);
@@ -180,6 +244,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     const retainedPacks = retained.map((p) => opened.get(p.base)!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     const looseIds = listLoose(repo.objectsDir, algo);
+    fault('phase:listed');
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
 
     const written: { kind: 'normal' | 'promisor'; w: WrittenPack; sources: PackInfo[]; loose: Buffer[]; final: string; promisorTmp?: string }[] = [];
@@ -190,9 +255,10 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       if (sources.length >= 0xffff) throw new GitError('unsupported', `too many packs (${sources.length})`);
       const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
       tmpFiles.push(tmp.pack, tmp.idx, tmp.rev);
+      step = `writing the new pack ${tmp.pack}`;
       const { stats, written: w } = await rewritePartition(
         { kind, packs: sources.map((p) => opened.get(p.base)!), loose, looseDir: repo.objectsDir },
-        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress: opts.onProgress, signal: opts.signal },
+        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress, signal: opts.signal },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
       result.partitions.push(pr);
@@ -209,37 +275,18 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       written.push({ kind, w, sources, loose, final });
     }
     if (opts.dryRun) return result;
+    fault('phase:written');
+    step = 'checking the new pack';
 
     // Proof: each new pack as written on disk (trailer, every entry's CRC32 against the new idx),
     // and every object of every pack or loose file we will remove is in a new or retained pack.
     for (const x of written) {
       opts.signal?.throwIfAborted();
+      // The sources' derived tables are no longer needed: give the memory back first.
+      for (const p of opened.values()) p.dropCaches();
       const np = Pack.open(x.w.packPath, algo, x.w.idxPath);
       try {
-        opts.onProgress?.('validating', 0, np.count);
-        // One read of the whole file: the trailer hash, and every entry's CRC32 against the new idx.
-        const h = algo.create();
-        h.update(np.read(0, 12));
-        scanPack(np, {
-          checkCrc: true,
-          onBytes: (b) => h.update(b),
-          onProblem: (p) => {
-            throw new GitError('verify-failed', `new pack does not read back as written: ${p.message} at offset ${p.offset}`);
-          },
-        });
-        if (!h.digest().equals(np.idx.packChecksum)) throw new GitError('verify-failed', `new pack ${x.w.packPath} does not match its checksum`);
-        if (!np.idx.ids.equals(x.w.sortedIds)) throw new GitError('verify-failed', 'new index does not list the planned objects');
-        // Every old id is in the new pack or stays in a retained pack: a merge of sorted lists.
-        for (const s of x.sources) {
-          const missing = firstMissing(opened.get(s.base)!.idx.ids, np.idx.ids, len, excluded);
-          if (missing !== undefined) throw new GitError('verify-failed', `object ${missing} of ${s.name} is missing from the new pack`);
-        }
-        const looseIds = Buffer.concat(x.loose);
-        const sortedLoose = Buffer.allocUnsafe(looseIds.length);
-        sortIds(looseIds, x.loose.length, len).forEach((i, r) => looseIds.copy(sortedLoose, r * len, i * len, (i + 1) * len));
-        const missingLoose = firstMissing(sortedLoose, np.idx.ids, len, excluded);
-        if (missingLoose !== undefined) throw new GitError('verify-failed', `loose object ${missingLoose} is missing from the new pack`);
-        opts.onProgress?.('validating', np.count, np.count);
+        proveWritten(np, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
       } finally {
         np.close();
       }
@@ -260,41 +307,65 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     const removing = new Set<string>();
     for (const x of written) for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
 
+    fault('phase:proved');
+
     // git fsck on the state after the rewrite, before anything is installed or removed.
     if (opts.fsck !== 'none' && (removing.size > 0 || toInstall.length > 0)) {
-      opts.onProgress?.('checking with git fsck', 0, 1);
-      viewDir = viewDirName(repo.objectsDir);
-      const viewPacks = [
-        ...toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
-        ...listPacks(repo.objectsDir)
-          .filter((p) => !removing.has(p.base))
-          .map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
-      ];
-      buildFsckView(repo.objectsDir, viewDir, viewPacks);
-      const hasPromisor = viewPacks.some((p) => p.promisor !== undefined);
+      step = 'checking the rewritten repository with git fsck';
+      onProgress('checking with git fsck', 0, 1);
+      const hasPromisor = toInstall.some((x) => x.promisorTmp !== undefined) || listPacks(repo.objectsDir).some((p) => p.promisor && !removing.has(p.base));
       const promisorRemote = repo.config.get('extensions.partialclone') !== undefined || hasPromisorRemote(repo);
       if (hasPromisor && !promisorRemote) warn('promisor packs but no promisor remote configured: git fsck runs as for a partial clone');
-      const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: hasPromisor && !promisorRemote });
-      if (!f.ok) throw new GitError('verify-failed', `git fsck found problems in the rewritten repository; nothing was changed:\n${f.output}`);
-      rmSync(viewDir, { recursive: true, force: true });
-      viewDir = undefined;
-      opts.onProgress?.('checking with git fsck', 1, 1);
+      // Objects that git writes while we run (a commit, a fetch) are not in a view built before
+      // they arrived, yet refs may already name them: when the objects changed while fsck ran,
+      // build the view again and look once more.
+      const objectsNow = (): string => `${listPacks(repo.objectsDir).map((p) => p.name).join(',')}|${listLoose(repo.objectsDir, algo).length}`;
+      for (let attempt = 1; ; attempt++) {
+        const before = objectsNow();
+        viewDir = viewDirName(repo.objectsDir);
+        const viewPacks = [
+          ...toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
+          ...listPacks(repo.objectsDir)
+            .filter((p) => !removing.has(p.base))
+            .map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
+        ];
+        buildFsckView(repo.objectsDir, viewDir, viewPacks);
+        fault('phase:fsck', viewDir);
+        const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: hasPromisor && !promisorRemote });
+        rmSync(viewDir, { recursive: true, force: true });
+        viewDir = undefined;
+        if (f.ok) break;
+        if (attempt < 3 && objectsNow() !== before) continue;
+        throw new GitError('verify-failed', `git fsck found problems in the rewritten repository; nothing was changed:\n${f.output}`);
+      }
+      onProgress('checking with git fsck', 1, 1);
     }
 
-    // Install: .pack, .rev, .promisor, then .idx last.
-    const installed: string[] = [];
-    for (const x of toInstall) {
-      installed.push(installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp }));
-    }
+    // The journal goes down before anything is installed: a run killed from here on is finished
+    // or rolled back by the next one (see `JOURNAL`).
     const mf = midxFiles(repo.objectsDir);
-    const journal: Journal = { installed, remove: [...removing], midx: { rewrite: mf.midx !== undefined && removing.size > 0, bitmap: mf.bitmap } };
-    const journalPath = join(repo.commonDir, JOURNAL);
-    if (removing.size > 0 || result.partitions.some((p) => p.looseObjects > 0)) {
-      writeFileDurable(journalPath + '.tmp', Buffer.from(JSON.stringify(journal)), 0o644);
-      fsyncDir(repo.commonDir);
-      renameSync(journalPath + '.tmp', journalPath);
-      fsyncDir(repo.commonDir);
+    const journal: Journal = {
+      installed: toInstall.map((x) => x.final),
+      remove: [...removing].map((b) => basename(b)),
+      midx: { rewrite: mf.midx !== undefined && removing.size > 0, bitmap: mf.bitmap },
+    };
+    const journalPath = join(repo.objectsDir, JOURNAL);
+    step = 'installing the new pack';
+    if (toInstall.length > 0 || removing.size > 0 || written.some((x) => x.loose.length > 0)) writeJournal(journalPath, journal);
+    fault('phase:install');
+    // Install: .pack, .rev, .promisor, then .idx last.
+    try {
+      for (const x of toInstall) {
+        installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp });
+      }
+    } catch (e) {
+      bestEffort(() => rollbackInstall(packDir, journal.installed));
+      bestEffort(() => unlinkIfExists(journalPath));
+      throw e;
     }
+    step = 'removing the old packs';
+    state = 'the new pack is installed and holds every object; the next run finishes the removal';
+    fault('phase:remove');
     // A multi-pack-index naming a pack we remove must go first (git's `remove_redundant_pack`).
     if (journal.midx.rewrite) {
       unlinkIfExists(mf.midx!);
@@ -307,15 +378,23 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       result.removedPacks.push(basename(b));
     }
     fsyncDir(packDir);
+    step = 'removing the packed loose objects';
+    fault('phase:loose');
     const looseFiles = written.flatMap((x) => x.loose.map((id) => loosePath(repo.objectsDir, id)));
     result.removedLoose = removeLoose(repo.objectsDir, looseFiles);
+    fault('phase:midx');
     if (journal.midx.rewrite) result.midx = rewriteMidx(repo, journal.midx.bitmap, warn) ? 'rewritten' : 'removed';
+    fault('phase:done');
     unlinkIfExists(journalPath);
     return result;
+  } catch (e) {
+    if (isSystemError(e)) throw new GitError('io', `${step}: ${e.message}; ${state}`, { file: e.path, cause: e });
+    throw e;
   } finally {
-    odb.close();
-    for (const f of tmpFiles) unlinkIfExists(f);
-    if (viewDir !== undefined) rmSync(viewDir, { recursive: true, force: true });
+    bestEffort(() => odb.close());
+    for (const f of tmpFiles) bestEffort(() => unlinkIfExists(f));
+    const view = viewDir;
+    if (view !== undefined) bestEffort(() => rmSync(view, { recursive: true, force: true }));
     lock?.release();
   }
 }

@@ -87,10 +87,9 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
       break;
     }
   }
-  const sorted = pack.sortedOffsets;
   for (let i = 1; i < n; i++) {
-    if (sorted[i] === sorted[i - 1]) {
-      problem({ file: pack.idxPath, offset: 0, message: `two index entries share pack offset ${sorted[i]}` });
+    if (pack.offsetAtRank(i) === pack.offsetAtRank(i - 1)) {
+      problem({ file: pack.idxPath, offset: 0, message: `two index entries share pack offset ${pack.offsetAtRank(i)}` });
       break;
     }
   }
@@ -221,11 +220,11 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
   }
   result.chainLengths = hist;
   if (opts.verboseLine) {
-    const ends = pack.ends;
     for (let i = 0; i < n; i++) {
       const j = order[i]!;
       const off = idx.offsets[j]!;
-      let line = `${toHex(idx.ids, j * len, len)} ${typeName(realType[j]!).padEnd(6)} ${scan.size[j]} ${ends[j]! - off} ${off}`;
+      const end = i + 1 < n ? idx.offsets[order[i + 1]!]! : pack.dataEnd;
+      let line = `${toHex(idx.ids, j * len, len)} ${typeName(realType[j]!).padEnd(6)} ${scan.size[j]} ${end - off} ${off}`;
       const p = scan.parent[j]!;
       if (p >= 0) line += ` ${depth[j]} ${toHex(idx.ids, p * len, len)}`;
       opts.verboseLine(line);

@@ -20,8 +20,10 @@ export class PackIndex {
     /** `count * algo.len` bytes, sorted. */
     readonly ids: Buffer,
     readonly offsets: Float64Array,
-    /** CRC32 of each entry's raw bytes; null for idx v1, which has none. */
-    readonly crcs: Uint32Array | null,
+    /** The idx file itself (ids and CRC32s are read from it, not copied). */
+    readonly raw: Buffer,
+    /** Where the CRC32 table starts in `raw`; -1 for idx v1, which has none. */
+    readonly crcAt: number,
     readonly packChecksum: Buffer,
     readonly idxChecksum: Buffer,
     /** How many offsets the 64-bit table holds (v2). */
@@ -43,6 +45,22 @@ export class PackIndex {
       else hi = mid;
     }
     return -1;
+  }
+
+  get hasCrcs(): boolean {
+    return this.crcAt >= 0;
+  }
+
+  /** CRC32 of the entry at idx position `i` (idx v2 only). */
+  crc(i: number): number {
+    return this.raw.readUInt32BE(this.crcAt + i * 4);
+  }
+
+  /** All CRC32s as an array (for re-encoding an idx). */
+  crcArray(): Uint32Array {
+    const out = new Uint32Array(this.count);
+    for (let i = 0; i < this.count; i++) out[i] = this.crc(i);
+    return out;
   }
 
   idAt(i: number): Buffer {
@@ -87,7 +105,7 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
       offsets[i] = buf.readUInt32BE(at);
       buf.copy(ids, i * len, at + 4, at + rec);
     }
-    return new PackIndex(file, 1, algo, count, fanout, ids, offsets, null, packChecksum, idxChecksum, 0);
+    return new PackIndex(file, 1, algo, count, fanout, ids, offsets, buf, -1, packChecksum, idxChecksum, 0);
   }
 
   const idsAt = body;
@@ -98,9 +116,7 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
     throw corrupt('bad-idx', file, 0, `index size ${buf.length} does not match ${count} objects`);
   }
   const largeOffsets = (trailer - off64At) / 8;
-  const crcs = new Uint32Array(count);
   for (let i = 0; i < count; i++) {
-    crcs[i] = buf.readUInt32BE(crcAt + i * 4);
     const o = buf.readUInt32BE(off32At + i * 4);
     if (o & 0x80000000) {
       const k = o & 0x7fffffff;
@@ -114,7 +130,7 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
     }
   }
   const ids = buf.subarray(idsAt, idsAt + count * len);
-  return new PackIndex(file, 2, algo, count, fanout, ids, offsets, crcs, packChecksum, idxChecksum, largeOffsets);
+  return new PackIndex(file, 2, algo, count, fanout, ids, offsets, buf, crcAt, packChecksum, idxChecksum, largeOffsets);
 }
 
 /** Checks the idx trailer hash over everything before it. */
@@ -124,7 +140,7 @@ export function idxChecksumOk(buf: Buffer, algo: HashAlgo): boolean {
   return h.digest().equals(buf.subarray(buf.length - algo.len));
 }
 
-/** Entries sorted by id: the input of the idx and rev writers. */
+/** Entries sorted by id: the input of the idx writer. */
 export interface SortedEntries {
   count: number;
   ids: Buffer;
@@ -132,33 +148,53 @@ export interface SortedEntries {
   crcs: Uint32Array;
 }
 
+/** The same, read through accessors, so that no sorted copy of the ids needs to exist. */
+export interface IdxSource {
+  count: number;
+  /** Copies the id of the i-th entry (in id order) to `out` at `pos`. */
+  copyId(i: number, out: Buffer, pos: number): void;
+  offset(i: number): number;
+  crc(i: number): number;
+}
+
+function arraySource(e: SortedEntries, len: number): IdxSource {
+  return {
+    count: e.count,
+    copyId: (i, out, pos) => void e.ids.copy(out, pos, i * len, (i + 1) * len),
+    offset: (i) => e.offsets[i]!,
+    crc: (i) => e.crcs[i]!,
+  };
+}
+
 /** Writes an idx v2 exactly as git's `write_idx_file` does (64-bit table past `off32Limit`). */
-export function encodeIdxV2(e: SortedEntries, packChecksum: Uint8Array, algo: HashAlgo, off32Limit = DEFAULT_OFF32_LIMIT): Buffer {
+export function encodeIdxV2(entries: SortedEntries | IdxSource, packChecksum: Uint8Array, algo: HashAlgo, off32Limit = DEFAULT_OFF32_LIMIT): Buffer {
   const len = algo.len;
+  const e = 'ids' in entries ? arraySource(entries, len) : entries;
   const n = e.count;
+  const isLarge = (off: number): boolean => off > off32Limit || off >= 0x80000000;
   let large = 0;
-  for (let i = 0; i < n; i++) if (e.offsets[i]! > off32Limit || e.offsets[i]! >= 0x80000000) large++;
+  for (let i = 0; i < n; i++) if (isLarge(e.offset(i))) large++;
   const size = 8 + FANOUT_BYTES + n * (len + 8) + large * 8 + 2 * len;
   const out = Buffer.alloc(size);
   out.writeUInt32BE(IDX_MAGIC, 0);
   out.writeUInt32BE(2, 4);
+  const idsAt = 8 + FANOUT_BYTES;
+  for (let i = 0; i < n; i++) e.copyId(i, out, idsAt + i * len);
   const fan = new Uint32Array(256);
-  for (let i = 0; i < n; i++) fan[e.ids[i * len]!]!++;
+  for (let i = 0; i < n; i++) fan[out[idsAt + i * len]!]!++;
   let acc = 0;
   for (let b = 0; b < 256; b++) {
     acc += fan[b]!;
     out.writeUInt32BE(acc, 8 + b * 4);
   }
-  const idsAt = 8 + FANOUT_BYTES;
-  e.ids.copy(out, idsAt, 0, n * len);
   const crcAt = idsAt + n * len;
   const off32At = crcAt + n * 4;
   const off64At = off32At + n * 4;
   let k = 0;
   for (let i = 0; i < n; i++) {
-    out.writeUInt32BE(e.crcs[i]!, crcAt + i * 4);
-    const off = e.offsets[i]!;
-    if (off > off32Limit || off >= 0x80000000) {
+    out.writeUInt32BE(e.crc(i), crcAt + i * 4);
+    const off = e.offset(i);
+    if (isLarge(off)) {
       out.writeUInt32BE((0x80000000 | k) >>> 0, off32At + i * 4);
       out.writeUInt32BE(Math.floor(off / 0x100000000), off64At + k * 8);
       out.writeUInt32BE(off % 0x100000000, off64At + k * 8 + 4);

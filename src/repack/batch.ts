@@ -26,6 +26,8 @@ export interface BatchJob {
   level: Int8Array;
   /** Expected CRC32 of the raw entry (COPY_CRC). */
   crc: Uint32Array;
+  /** A buffer from an earlier result to write the output into, if it is large enough. */
+  spare?: ArrayBuffer | undefined;
   /** For messages: the source files, each entry's index into them and its offset there. */
   files: string[];
   fileIndex: Uint16Array;
@@ -50,7 +52,7 @@ export function runBatch(job: BatchJob): BatchResult {
   // result; other levels are collected and appended after them.
   let storedTotal = 0;
   for (let i = 0; i < job.n; i++) if (job.mode[i] === REENCODE && job.level[i] === 0) storedTotal += storedZlibLength(job.size[i]!);
-  let out = Buffer.from(new ArrayBuffer(storedTotal));
+  let out = Buffer.from(job.spare !== undefined && job.spare.byteLength >= storedTotal ? job.spare : new ArrayBuffer(Math.max(storedTotal, 1 << 20)));
   let storedAt = 0;
   const others: { i: number; data: Buffer }[] = [];
   for (let i = 0; i < job.n; i++) {
@@ -91,8 +93,8 @@ export function runBatch(job: BatchJob): BatchResult {
   if (others.length > 0) {
     let total = storedAt;
     for (const o of others) total += o.data.length;
-    const grown = Buffer.from(new ArrayBuffer(total));
-    out.copy(grown, 0, 0, storedAt);
+    const grown = total <= out.length ? out : Buffer.from(new ArrayBuffer(total));
+    if (grown !== out) out.copy(grown, 0, 0, storedAt);
     let p = storedAt;
     for (const o of others) {
       grown.set(o.data, p);

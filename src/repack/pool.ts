@@ -44,7 +44,7 @@ export class BatchPool {
     const w = this.workers[this.rr++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, job }, [job.buf]);
+      w.postMessage({ id, job }, job.spare !== undefined ? [job.buf, job.spare] : [job.buf]);
     });
   }
 

@@ -1,6 +1,6 @@
 import { GitError, corrupt } from '../errors.js';
 import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
-import { OidTable } from '../hash/oid-table.js';
+import { OidRefTable } from '../hash/oid-table.js';
 import { sortIds } from '../hash/sort.js';
 import { encodeIdxV2 } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
@@ -60,8 +60,6 @@ export interface WrittenPack {
   idxPath: string;
   revPath: string | undefined;
   checksum: Buffer;
-  /** The ids in the new pack, sorted (`count * len` bytes): the proof compares them with the old packs. */
-  sortedIds: Buffer;
   count: number;
 }
 
@@ -120,10 +118,21 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     );
   }
 
-  // 2. Select: the first copy of each id wins; objects kept elsewhere are left out.
-  const table = new OidTable(len, total);
+  // 2. Select: the first copy of each id wins; objects kept elsewhere are left out. Selected
+  //    objects are numbered in order; the table reads their ids where they already are.
   const srcPack = new Uint16Array(total);
   const srcIdx = new Uint32Array(total);
+  const idOf = (v: number, ref: { buf: Uint8Array; pos: number }): void => {
+    const pi = srcPack[v]!;
+    if (pi === LOOSE) {
+      ref.buf = input.loose[srcIdx[v]!]!;
+      ref.pos = 0;
+    } else {
+      ref.buf = packs[pi]!.idx.ids;
+      ref.pos = srcIdx[v]! * len;
+    }
+  };
+  const table = new OidRefTable(len, total, idOf);
   let excluded = 0;
   let dups = 0;
   let counted = 0;
@@ -137,13 +146,13 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
         excluded++;
         continue;
       }
-      const s = table.insert(ids, j * len);
-      if (s < 0) {
+      const s = table.size;
+      srcPack[s] = pi;
+      srcIdx[s] = j;
+      if (table.insert(s, ids, j * len) < 0) {
         dups++;
         continue;
       }
-      srcPack[s] = pi;
-      srcIdx[s] = j;
       if ((++counted & 0x3fff) === 0) progress?.('counting objects', counted, total);
     }
   }
@@ -153,13 +162,13 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       excluded++;
       continue;
     }
-    const s = table.insert(id, 0);
-    if (s < 0) {
+    const s = table.size;
+    srcPack[s] = LOOSE;
+    srcIdx[s] = li;
+    if (table.insert(s, id, 0) < 0) {
       dups++;
       continue;
     }
-    srcPack[s] = LOOSE;
-    srcIdx[s] = li;
   }
   const n = table.size;
   progress?.('counting objects', n, n);
@@ -299,7 +308,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const type = b >= 0 ? outType[b]! : scan.type[j]!;
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.ends[j]! - off - scan.headerLen[j]!);
+    const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
     const matches = encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
     if (matches) stats.copied++;
     else bump(stats.reencoded, type);
@@ -320,7 +329,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const scan = scans[srcPack[s]!]!;
       const j = srcIdx[s]!;
       const pack = packs[srcPack[s]!]!;
-      let dataLen = pack.ends[j]! - pack.idx.offsets[j]! - scan.headerLen[j]!;
+      let dataLen = pack.end(j) - pack.idx.offsets[j]! - scan.headerLen[j]!;
       if (!matches) {
         if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
         else stats.sizeExact = false;
@@ -337,6 +346,15 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
   const pipelineDepth = Math.max(2, pool.threads * 2 + 1);
   let next = 0;
+  // Buffers go round between batches (and threads) instead of being garbage: input buffers of
+  // at least BATCH_BYTES, output buffers handed back by each result.
+  const freeIn: ArrayBuffer[] = [];
+  const spareOut: ArrayBuffer[] = [];
+  const takeBuffer = (bytes: number): ArrayBuffer => {
+    const i = freeIn.findIndex((b) => b.byteLength >= bytes);
+    if (i >= 0) return freeIn.splice(i, 1)[0]!;
+    return new ArrayBuffer(Math.max(bytes, BATCH_BYTES));
+  };
   const buildBatch = (): void => {
     const from = next;
     let bytes = 0;
@@ -346,7 +364,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       if (!isDirect(s)) {
         const j = srcIdx[s]!;
         const p = packs[srcPack[s]!]!;
-        const l = p.ends[j]! - p.idx.offsets[j]!;
+        const l = p.end(j) - p.idx.offsets[j]!;
         if (bytes > 0 && bytes + l > BATCH_BYTES) break;
         bytes += l;
       }
@@ -354,7 +372,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     }
     const m = to - from;
     const job: BatchJob = {
-      buf: new ArrayBuffer(bytes),
+      buf: takeBuffer(bytes),
+      spare: spareOut.pop(),
       n: m,
       rawStart: new Uint32Array(m),
       rawLen: new Uint32Array(m),
@@ -389,12 +408,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const scan = scans[pi]!;
       const j = srcIdx[s]!;
       const off = pack.idx.offsets[j]!;
-      const end = pack.ends[j]!;
+      const end = pack.end(j);
       const { level, matches } = decide(s);
-      const crcs = pack.idx.crcs;
-      job.mode[i] = matches ? (crcs !== null ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      const hasCrc = pack.idx.hasCrcs;
+      job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       job.level[i] = level;
-      job.crc[i] = crcs !== null ? crcs[j]! : 0;
+      job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
       job.rawLen[i] = end - off;
       job.headerLen[i] = scan.headerLen[j]!;
@@ -445,6 +464,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
             : src.subarray(b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
         emit(s, outType[s]!, size, base[s]!, data);
       }
+      if (r.buf.byteLength <= 2 * BATCH_BYTES) freeIn.push(r.buf);
+      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES) spareOut.push(r.out);
       progress?.('writing objects', b.to, n);
       opts.signal?.throwIfAborted();
     }
@@ -453,29 +474,37 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     if (writer === undefined) return { stats, written: undefined };
 
     const checksum = writer.finish();
-    // Index: ids sorted, with the offsets and CRCs just written.
-    const ids = table.idBuffer();
-    const sorted = sortIds(ids, n, len);
-    const sortedIds = Buffer.allocUnsafe(n * len);
-    const sOffsets = new Float64Array(n);
-    const sCrcs = new Uint32Array(n);
-    const rankOf = new Uint32Array(n);
-    for (let r = 0; r < n; r++) {
-      const s = sorted[r]!;
-      ids.copy(sortedIds, r * len, s * len, s * len + len);
-      sOffsets[r] = outOffset[s]!;
-      sCrcs[r] = outCrc[s]!;
-      rankOf[s] = r;
-    }
+    // Index: ids sorted (merged from the already sorted source indexes), with the offsets and
+    // CRCs just written; the ids are copied from where they are, straight into the idx.
+    const sorted = sortedSelection(packs, input.loose, srcPack, srcIdx, n, len);
+    const ref = { buf: new Uint8Array(0), pos: 0 };
     for (let r = 1; r < n; r++) {
-      if (sortedIds.compare(sortedIds, (r - 1) * len, r * len, r * len, (r + 1) * len) === 0) {
-        throw new GitError('verify-failed', `duplicate object ${toHex(sortedIds, r * len, len)} in the new pack`);
+      idOf(sorted[r - 1]!, ref);
+      const a = ref.buf;
+      const ap = ref.pos;
+      idOf(sorted[r]!, ref);
+      if (Buffer.compare(a.subarray(ap, ap + len), ref.buf.subarray(ref.pos, ref.pos + len)) >= 0) {
+        throw new GitError('verify-failed', `object ids out of order or duplicated in the new index at ${r}`);
       }
     }
-    const idxBuf = encodeIdxV2({ count: n, ids: sortedIds, offsets: sOffsets, crcs: sCrcs }, checksum, algo);
+    const idxBuf = encodeIdxV2(
+      {
+        count: n,
+        copyId: (r, out, pos) => {
+          idOf(sorted[r]!, ref);
+          out.set(ref.buf.subarray(ref.pos, ref.pos + len), pos);
+        },
+        offset: (r) => outOffset[sorted[r]!]!,
+        crc: (r) => outCrc[sorted[r]!]!,
+      },
+      checksum,
+      algo,
+    );
     writeDurable(opts.tmp.idx, idxBuf);
     let revPath: string | undefined;
     if (opts.writeRev) {
+      const rankOf = new Uint32Array(n);
+      for (let r = 0; r < n; r++) rankOf[sorted[r]!] = r;
       const packOrder = new Uint32Array(n);
       for (let k = 0; k < n; k++) packOrder[k] = rankOf[outOrder[k]!]!;
       writeDurable(opts.tmp.rev, encodeRev(packOrder, checksum, algo));
@@ -483,7 +512,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     }
     return {
       stats,
-      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, sortedIds, count: n },
+      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n },
     };
   } catch (e) {
     writer?.abort();
@@ -491,6 +520,69 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   } finally {
     await pool.close();
   }
+}
+
+/**
+ * The selected objects in id order: a merge of the source indexes (each already sorted) and of
+ * the sorted loose ids, keeping only the selected copy of each object. Many sources fall back
+ * to sorting a gathered copy of the ids.
+ */
+function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint16Array, srcIdx: Uint32Array, n: number, len: number): Uint32Array {
+  const out = new Uint32Array(n);
+  if (packs.length > 32) {
+    const ids = Buffer.allocUnsafe(n * len);
+    for (let s = 0; s < n; s++) {
+      const pi = srcPack[s]!;
+      if (pi === LOOSE) loose[srcIdx[s]!]!.copy(ids, s * len);
+      else packs[pi]!.idx.ids.copy(ids, s * len, srcIdx[s]! * len, (srcIdx[s]! + 1) * len);
+    }
+    out.set(sortIds(ids, n, len));
+    return out;
+  }
+  const selOf = packs.map((p) => new Int32Array(p.count).fill(-1));
+  const looseSel: number[] = [];
+  for (let s = 0; s < n; s++) {
+    const pi = srcPack[s]!;
+    if (pi === LOOSE) looseSel.push(s);
+    else selOf[pi]![srcIdx[s]!] = s;
+  }
+  const looseIds = Buffer.allocUnsafe(looseSel.length * len);
+  looseSel.forEach((s, i) => loose[srcIdx[s]!]!.copy(looseIds, i * len));
+  const looseOrder = sortIds(looseIds, looseSel.length, len);
+  // Heads: the next selected position of each source.
+  const k = packs.length + 1;
+  const head = new Int32Array(k);
+  const advance = (src: number): void => {
+    if (src < packs.length) {
+      const sel = selOf[src]!;
+      let j = head[src]!;
+      while (j < sel.length && sel[j]! < 0) j++;
+      head[src] = j;
+    }
+  };
+  for (let src = 0; src < k; src++) advance(src);
+  const limit = (src: number): number => (src < packs.length ? selOf[src]!.length : looseSel.length);
+  const idAt = (src: number): [Uint8Array, number] =>
+    src < packs.length ? [packs[src]!.idx.ids, head[src]! * len] : [looseIds, looseOrder[head[src]!]! * len];
+  for (let r = 0; r < n; r++) {
+    let best = -1;
+    let bb: Uint8Array = looseIds;
+    let bp = 0;
+    for (let src = 0; src < k; src++) {
+      if (head[src]! >= limit(src)) continue;
+      const [b, p] = idAt(src);
+      if (best < 0 || Buffer.compare(b.subarray(p, p + len), bb.subarray(bp, bp + len)) < 0) {
+        best = src;
+        bb = b;
+        bp = p;
+      }
+    }
+    if (best < 0) throw new GitError('verify-failed', 'fewer objects than selected while sorting the new index');
+    out[r] = best < packs.length ? selOf[best]![head[best]!]! : looseSel[looseOrder[head[best]!]!]!;
+    head[best]!++;
+    advance(best);
+  }
+  return out;
 }
 
 function writeDurable(path: string, data: Uint8Array): void {

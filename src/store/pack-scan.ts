@@ -36,21 +36,6 @@ export interface ScanProblem {
   message: string;
 }
 
-/** Position (idx order) of the entry starting at `offset`, by binary search over pack order. */
-export function positionOfOffset(pack: Pack, offset: number): number {
-  const s = pack.sortedOffsets;
-  let lo = 0;
-  let hi = s.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const v = s[mid]!;
-    if (v === offset) return pack.order[mid]!;
-    if (v < offset) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
-
 /**
  * One sequential pass (git's `parse_pack_objects` first half, minus the inflate): headers, bases,
  * CRC32 against the idx when `checkCrc`, and the zlib header of each entry's data.
@@ -69,18 +54,20 @@ export function scanPack(
     stored: new Uint8Array(n),
     flevel: new Uint8Array(n),
   };
-  const crcs = pack.idx.crcs;
+  const idx = pack.idx;
+  const checkCrc = opts.checkCrc && idx.hasCrcs;
   const file = pack.packPath;
   let done = 0;
-  if (n > 0 && pack.sortedOffsets[0] !== 12) {
-    opts.onProblem({ file, offset: 12, message: `first entry does not start after the pack header (index says ${pack.sortedOffsets[0]})` });
+  if (n > 0 && pack.offsetAtRank(0) !== 12) {
+    opts.onProblem({ file, offset: 12, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
   }
   pack.scan((j, off, raw) => {
     if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
-    if (opts.checkCrc && crcs !== null) {
+    if (checkCrc) {
       const c = crc32(raw);
-      if (c !== crcs[j]) {
-        opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${crcs[j]!.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
+      const want = idx.crc(j);
+      if (c !== want) {
+        opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${want.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
       }
     }
     let h;
@@ -105,7 +92,7 @@ export function scanPack(
       scan.stored[j] = scan.flevel[j] === 0 && z2 !== undefined && ((z2 >> 1) & 3) === 0 ? 1 : 0;
     }
     if (h.type === OBJ_OFS_DELTA) {
-      const b = positionOfOffset(pack, off - h.baseDistance);
+      const b = pack.positionOf(off - h.baseDistance);
       if (b < 0) {
         opts.onProblem({ file, offset: off, message: `delta base offset ${off - h.baseDistance} is not the start of an entry` });
         return;

@@ -29,8 +29,8 @@ export class Pack {
   readonly size: number;
   /** `order[i]`: idx position of the i-th entry in pack order. */
   private orderCache: Uint32Array | undefined;
-  /** `ends[j]`: end offset of the entry at idx position j. */
-  private endsCache: Float64Array | undefined;
+  /** `rank[j]`: position in pack order of the entry at idx position j. */
+  private rankCache: Uint32Array | undefined;
   private fd: number;
   private scratch = Buffer.allocUnsafe(SCRATCH);
   /** The `.rev` next to the pack, if there is one. */
@@ -128,47 +128,58 @@ export class Pack {
     return this.orderCache;
   }
 
-  /** End offset (exclusive) of each entry by idx position: the next entry's offset, or the trailer. */
-  get ends(): Float64Array {
-    if (this.endsCache) return this.endsCache;
+  /** Pack-order position of each idx position (the inverse of `order`). */
+  get rank(): Uint32Array {
+    if (this.rankCache) return this.rankCache;
     const order = this.order;
-    const offs = this.idx.offsets;
-    const ends = new Float64Array(this.count);
-    for (let i = 0; i < order.length; i++) {
-      ends[order[i]!] = i + 1 < order.length ? offs[order[i + 1]!]! : this.dataEnd;
-    }
-    this.endsCache = ends;
-    return ends;
+    const rank = new Uint32Array(order.length);
+    for (let i = 0; i < order.length; i++) rank[order[i]!] = i;
+    this.rankCache = rank;
+    return rank;
   }
 
-  /** Offsets in pack order. */
-  private sortedCache: Float64Array | undefined;
-  get sortedOffsets(): Float64Array {
-    if (this.sortedCache) return this.sortedCache;
-    const order = this.order;
-    const offs = this.idx.offsets;
-    const s = new Float64Array(order.length);
-    for (let i = 0; i < order.length; i++) s[i] = offs[order[i]!]!;
-    this.sortedCache = s;
-    return s;
+  /** Offset of the i-th entry in pack order. */
+  offsetAtRank(i: number): number {
+    return this.idx.offsets[this.order[i]!]!;
   }
 
-  /** End of the entry that starts at `offset` (an OFS_DELTA base is named by offset only). */
-  endOf(offset: number): number {
-    const s = this.sortedOffsets;
+  /** End offset (exclusive) of the entry at idx position `j`: the next entry's offset, or the trailer. */
+  end(j: number): number {
+    const r = this.rank[j]! + 1;
+    return r < this.count ? this.idx.offsets[this.order[r]!]! : this.dataEnd;
+  }
+
+  /** Drops the derived tables (order, rank, window); they are rebuilt if needed again. */
+  dropCaches(): void {
+    this.orderCache = undefined;
+    this.rankCache = undefined;
+    this.win = undefined;
+  }
+
+  /** Idx position of the entry that starts at `offset`, or -1 (an OFS_DELTA base is named by offset only). */
+  positionOf(offset: number): number {
+    const order = this.order;
+    const offs = this.idx.offsets;
     let lo = 0;
-    let hi = s.length - 1;
+    let hi = order.length - 1;
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
-      const v = s[mid]!;
-      if (v === offset) return mid + 1 < s.length ? s[mid + 1]! : this.dataEnd;
+      const v = offs[order[mid]!]!;
+      if (v === offset) return order[mid]!;
       if (v < offset) lo = mid + 1;
       else hi = mid - 1;
     }
-    throw corrupt('bad-pack', this.packPath, offset, 'no object in the index starts at this offset');
+    return -1;
   }
 
-  private win: Buffer | undefined;
+  /** End of the entry that starts at `offset`. */
+  endOf(offset: number): number {
+    const j = this.positionOf(offset);
+    if (j < 0) throw corrupt('bad-pack', this.packPath, offset, 'no object in the index starts at this offset');
+    return this.end(j);
+  }
+
+  private win: Buffer | undefined = undefined;
   private winStart = 0;
   private winLen = 0;
 
@@ -212,9 +223,7 @@ export class Pack {
 
   /** The raw entry at idx position `j`; its bytes live in a scratch buffer unless `copy`. */
   entry(j: number, copy = false): RawEntry {
-    const offset = this.idx.offsets[j]!;
-    const end = this.ends[j]!;
-    return this.entryAt(offset, end, copy);
+    return this.entryAt(this.idx.offsets[j]!, this.end(j), copy);
   }
 
   entryAt(offset: number, end: number, copy = false): RawEntry {
@@ -246,7 +255,6 @@ export class Pack {
   scan(visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = 8 << 20, onBytes?: (bytes: Buffer) => void): void {
     const order = this.order;
     const offs = this.idx.offsets;
-    const ends = this.ends;
     let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(this.dataEnd, 1)));
     let chunkStart = 0;
     let chunkLen = 0;
@@ -254,7 +262,7 @@ export class Pack {
     for (let i = 0; i < order.length; i++) {
       const j = order[i]!;
       const off = offs[j]!;
-      const end = ends[j]!;
+      const end = i + 1 < order.length ? offs[order[i + 1]!]! : this.dataEnd;
       const len = end - off;
       if (off < PACK_HEADER_SIZE || len <= 0 || end > this.dataEnd) {
         throw corrupt('bad-pack', this.packPath, off, 'entry offset out of range');
@@ -306,7 +314,9 @@ export class Pack {
 export function inflateExact(data: Uint8Array, size: number, file: string, offset: number): Buffer {
   let r: { buffer: Buffer; engine: { bytesWritten: number } };
   try {
-    r = inflateSync(data, { info: true, maxOutputLength: Math.max(size, 1) }) as unknown as typeof r;
+    // chunkSize: one allocation of exactly the declared size. The default (16 KiB chunks) would
+    // keep 16 KiB alive behind every small object until the next GC.
+    r = inflateSync(data, { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 1) }) as unknown as typeof r;
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     const why = err.code === 'ERR_BUFFER_TOO_LARGE' ? `inflates to more than the declared ${size} bytes` : `zlib: ${err.message}`;
