@@ -1,10 +1,12 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, fixturePath, type FixtureName } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { gitOk, listPacks } from './helpers/git.js';
-import { tool } from './helpers/tool.js';
+import { gitEnv, gitOk, listPacks } from './helpers/git.js';
+import { BIN, tool } from './helpers/tool.js';
 
 const WITH_PACKS: FixtureName[] = ['basic', 'multi-pack', 'ref-delta', 'sha256', 'large-offset', 'idx-v1', 'bare', 'alternates', 'promisor', 'keep', 'midx-bitmap', 'big-blob', 'pack-v3'];
 
@@ -176,5 +178,53 @@ describe('fixtures metadata', () => {
     expect(FIXTURES.sha256.objectFormat).toBe('sha256');
     const r = tool(['verify', '--json'], { cwd: fixturePath('sha256') });
     expect(r.status).toBe(0);
+  });
+});
+
+describe('objects above core.bigFileThreshold are hashed while they stream', () => {
+  it('the big-blob fixture verifies the same with a 1 MiB threshold', () => {
+    const repo = fixturePath('big-blob');
+    const env = { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='1m'" };
+    const theirs = gitOk(['verify-pack', '-v', listPacks(repo)[0]!.replace(/\.pack$/, '.idx')], { cwd: repo });
+    const ours = tool(['verify', '-v'], { cwd: repo, env });
+    expect(ours.stderr).toBe('');
+    expect(ours.stdout.replace(/^.*\.pack: ok\n/m, '')).toBe(theirs.replace(/^.*\.pack: ok\n/m, ''));
+  });
+
+  it('a damaged big blob is reported at its offset', () => {
+    const pristine = fixturePath('big-blob');
+    const big = entryOffsets(pristine, listPacks(pristine)[0]!.replace(/\.pack$/, '.idx')).find((e) => e.size > 2 << 20 && e.depth === 0)!;
+    const { repo } = damaged('big-blob', (p) => {
+      p[big.offset + 4000]! ^= 0xff;
+      return { pack: p };
+    });
+    const env = { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='1m'" };
+    expect(tool(['verify'], { cwd: pristine, env }).status).toBe(0);
+    const r = tool(['verify'], { cwd: repo, env });
+    expect(r.status).toBe(1);
+    // The CRC check names the entry, the streaming inflate names where its data starts.
+    expect(r.stderr).toContain(`CRC32 mismatch for entry (index`);
+    expect(r.stderr).toMatch(new RegExp(`corrupt object data .* at offset ${big.offset + 4}|at offset ${big.offset}\n`));
+  });
+
+  it('a 640 MiB blob is verified in bounded memory', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bigverify-'));
+    try {
+      gitOk(['init', '-q', dir], { cwd: os.tmpdir() });
+      const fd = fs.openSync(path.join(dir, 'zeros'), 'w');
+      fs.ftruncateSync(fd, 640 << 20);
+      fs.closeSync(fd);
+      gitOk(['-c', 'core.bigFileThreshold=1g', 'add', 'zeros'], { cwd: dir });
+      gitOk(['commit', '-qm', 'big'], { cwd: dir });
+      gitOk(['repack', '-adq'], { cwd: dir });
+      fs.rmSync(path.join(dir, 'zeros'));
+      const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'verify'], { cwd: dir, encoding: 'utf8', env: gitEnv() });
+      expect(r.status).toBe(0);
+      const kb = Number(r.stderr.trim().split('\n').pop());
+      expect(kb).toBeGreaterThan(1000);
+      expect(kb).toBeLessThan(200 * 1024);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

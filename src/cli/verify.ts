@@ -44,12 +44,15 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     if (!algo) throw new GitError('usage', `unknown hash algorithm '${o['object-format']}'`);
   }
   let targets: { pack: string; idx: string; shown: string }[];
+  let bigFileThreshold: number | undefined;
   if (named.length > 0) {
     targets = named.map((a) => packPair(a, ctx.cwd));
     if (algo === undefined) {
       // Like verify-pack: the repository's format when inside one, SHA-1 otherwise.
       try {
-        algo = openRepository(ctx).algo;
+        const repo = openRepository(ctx);
+        algo = repo.algo;
+        bigFileThreshold = repo.config.getInt('core.bigFileThreshold');
       } catch {
         algo = SHA1;
       }
@@ -57,6 +60,7 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
   } else {
     const repo = openRepository(ctx);
     algo ??= repo.algo;
+    bigFileThreshold = repo.config.getInt('core.bigFileThreshold');
     targets = listPackFiles(repo.objectsDir).map((p) => {
       const rel = relative(ctx.cwd, p);
       return { pack: p, idx: p.replace(/\.pack$/, '.idx'), shown: rel.startsWith('..') ? p : rel };
@@ -73,7 +77,7 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
       continue;
     }
     const verboseLine = o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined;
-    const r = verifyPack(t.pack, t.idx, algo, { verboseLine, onProgress: progress });
+    const r = await verifyPack(t.pack, t.idx, algo, { verboseLine, onProgress: progress, bigFileThreshold });
     results.push({ ...r, shown: t.shown });
     if (!o.json) {
       for (const p of r.problems) io.err(`error: ${p.file}: ${p.message} at offset ${p.offset}\n`);

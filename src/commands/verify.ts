@@ -7,6 +7,7 @@ import { idxChecksumOk } from '../format/idx.js';
 import { parseRev } from '../format/rev.js';
 import { typeName } from '../format/object-type.js';
 import { Pack } from '../store/pack.js';
+import { inflateEntryStreaming } from '../store/stream-inflate.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type ScanProblem } from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
 
@@ -22,7 +23,12 @@ export interface VerifyPackResult {
   moreProblems: number;
 }
 
+/** git's default `core.bigFileThreshold`. */
+export const DEFAULT_BIG_FILE_THRESHOLD = 512 * 1024 * 1024;
+
 export interface VerifyOptions {
+  /** Objects at least this large that are no delta's base are hashed while streaming. */
+  bigFileThreshold?: number | undefined;
   /** Receives `git verify-pack -v` object lines in pack order when set. */
   verboseLine?: (line: string) => void;
   onProgress?: (phase: string, done: number, total: number) => void;
@@ -36,7 +42,7 @@ const MAX_REPORTED = 50;
  * and idx, idx order and fanout, every entry's CRC32, every object re-hashed (deltas resolved base
  * first with an explicit stack), the `.rev` when present.
  */
-export function verifyPack(packPath: string, idxPath: string, algo: HashAlgo, opts: VerifyOptions = {}): VerifyPackResult {
+export async function verifyPack(packPath: string, idxPath: string, algo: HashAlgo, opts: VerifyOptions = {}): Promise<VerifyPackResult> {
   const result: VerifyPackResult = { pack: packPath, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [], moreProblems: 0 };
   const problem = (p: ScanProblem): void => {
     if (result.problems.length < MAX_REPORTED) result.problems.push(p);
@@ -51,7 +57,7 @@ export function verifyPack(packPath: string, idxPath: string, algo: HashAlgo, op
     return result;
   }
   try {
-    verifyOpened(pack, opts, result, problem);
+    await verifyOpened(pack, opts, result, problem);
   } finally {
     pack.close();
   }
@@ -65,7 +71,7 @@ function stripWhere(e: GitError): string {
   return m.replace(/ at offset \d+$/, '');
 }
 
-function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): void {
+async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): Promise<void> {
   const { idx, algo } = pack;
   const n = pack.count;
   result.objects = n;
@@ -159,9 +165,30 @@ function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult,
     data: Buffer;
     next: number;
   }
+  const bigFile = opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD;
   for (let i = 0; i < n; i++) {
     const root = order[i]!;
     if (scan.parent[root] !== NO_PARENT) continue;
+    if (scan.size[root]! >= bigFile && start[root + 1] === start[root]) {
+      // A big object nothing is a delta of: hashed while it streams out of zlib (git does the
+      // same above core.bigFileThreshold), so memory does not grow with its size.
+      done[root] = 1;
+      realType[root] = scan.type[root]!;
+      const h = algo.create();
+      h.update(objectHeader(typeName(scan.type[root]!), scan.size[root]!));
+      const off = idx.offsets[root]!;
+      try {
+        await inflateEntryStreaming(pack, off + scan.headerLen[root]!, pack.end(root), scan.size[root]!, h);
+        const id = h.digest();
+        if (id.compare(idx.ids, root * len, (root + 1) * len) !== 0) {
+          problem({ file: pack.packPath, offset: off, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, root * len, len)}` });
+        }
+      } catch (e) {
+        if (!(e instanceof GitError)) throw e;
+        problem({ file: pack.packPath, offset: e.offset ?? off, message: stripWhere(e) });
+      }
+      continue;
+    }
     const rootData = load(root);
     done[root] = 1;
     if (rootData === undefined) continue;
