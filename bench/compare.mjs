@@ -1,0 +1,130 @@
+#!/usr/bin/env node
+// Side-by-side timings against stock git, in the same run, interleaved (round robin), with
+// setup outside the timed part: median wall time and median peak RSS (GNU time) per command,
+// and the ratio to the first command of each group. Usage:
+//   node bench/compare.mjs <suite> <repository> [runs]
+// suites:
+//   read     verify and inspect against git verify-pack / index-pack --verify / cat-file
+//   rewrite  the rewrite against git repack -a -d (copies a fresh repository for each run)
+// The repository is never modified: every rewrite runs on a hard-linked copy.
+import { execFileSync, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts.js');
+const [suite, repoArg, runsArg] = process.argv.slice(2);
+if (!suite || !repoArg) {
+  console.error('usage: node bench/compare.mjs (read|rewrite) <repository> [runs]');
+  process.exit(129);
+}
+const runs = Number(runsArg ?? 5);
+const repo = path.resolve(repoArg);
+const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') : repo;
+const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
+
+function timed(argv, cwd) {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+  const last = r.stderr.trim().split('\n').pop() ?? '';
+  const [secs, kb] = last.split(' ').map(Number);
+  if (r.status !== 0 && !argv.includes('--allow-fail')) {
+    throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+  }
+  return { secs, mb: kb / 1024 };
+}
+
+function copyRepo(from) {
+  const to = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-'));
+  // Hard links for the read-only pack files (neither tool modifies an input pack), copies otherwise.
+  execFileSync('cp', ['-al', `${from}/.`, to]);
+  for (const d of ['refs', 'logs']) if (fs.existsSync(path.join(to, d))) {
+    fs.rmSync(path.join(to, d), { recursive: true });
+    execFileSync('cp', ['-a', path.join(from, d), path.join(to, d)]);
+  }
+  for (const f of ['HEAD', 'config', 'packed-refs', 'index']) {
+    if (fs.existsSync(path.join(to, f))) {
+      fs.rmSync(path.join(to, f));
+      fs.copyFileSync(path.join(from, f), path.join(to, f));
+    }
+  }
+  return to;
+}
+
+const packs = fs.readdirSync(path.join(gitDir, 'objects/pack')).filter((f) => f.endsWith('.pack'));
+const idx = path.join(gitDir, 'objects/pack', packs[0].replace(/\.pack$/, '.idx'));
+const pack = path.join(gitDir, 'objects/pack', packs[0]);
+const count = Number(execFileSync('git', ['--git-dir', gitDir, 'count-objects', '-v'], { env, encoding: 'utf8' }).match(/in-pack: (\d+)/)[1]);
+
+let groups;
+if (suite === 'read') {
+  groups = [
+    {
+      name: 'verify',
+      cmds: [
+        ['git verify-pack', () => ({ argv: ['git', 'verify-pack', idx], cwd: gitDir })],
+        ['git index-pack --verify', () => ({ argv: ['git', 'index-pack', '--verify', pack], cwd: gitDir })],
+        ['git repack-ts verify', () => ({ argv: [process.execPath, BIN, 'verify'], cwd: gitDir })],
+      ],
+    },
+    {
+      name: 'census',
+      cmds: [
+        ['git cat-file --batch-all-objects --batch-check', () => ({ argv: ['git', 'cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk) %(deltabase)'], cwd: gitDir })],
+        ['git repack-ts inspect', () => ({ argv: [process.execPath, BIN, 'inspect', '--json'], cwd: gitDir })],
+      ],
+    },
+  ];
+} else if (suite === 'rewrite') {
+  // A level-0 result to time the second run on.
+  const second = copyRepo(gitDir);
+  execFileSync(process.execPath, [BIN, '-q', '--graph-compression=0', '--no-fsck'], { cwd: second, env });
+  groups = [
+    {
+      name: 'rewrite',
+      cmds: [
+        ['git repack -a -d', () => ({ argv: ['git', 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['(second run) git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
+      ],
+    },
+  ];
+  process.on('exit', () => fs.rmSync(second, { recursive: true, force: true }));
+} else {
+  console.error(`unknown suite '${suite}'`);
+  process.exit(129);
+}
+
+const results = new Map();
+for (let r = 0; r < runs; r++) {
+  for (const g of groups) {
+    for (const [label, setup] of g.cmds) {
+      const s = setup();
+      try {
+        const t = timed(s.argv, s.cwd);
+        if (!results.has(label)) results.set(label, []);
+        results.get(label).push(t);
+        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MB\n`);
+      } finally {
+        if (s.cleanup) fs.rmSync(s.cwd, { recursive: true, force: true });
+      }
+    }
+  }
+}
+const median = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+const git = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
+console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores; median of ${runs} interleaved runs\n`);
+for (const g of groups) {
+  console.log(`| ${g.name} | wall s (median) | min–max | ratio | peak RSS MB |`);
+  console.log('|---|---|---|---|---|');
+  const ref = median(results.get(g.cmds[0][0]).map((t) => t.secs));
+  for (const [label] of g.cmds) {
+    const ts = results.get(label);
+    const secs = ts.map((t) => t.secs);
+    console.log(`| ${label} | ${median(secs).toFixed(2)} | ${Math.min(...secs).toFixed(2)}–${Math.max(...secs).toFixed(2)} | ${(median(secs) / ref).toFixed(2)}× | ${median(ts.map((t) => t.mb)).toFixed(0)} |`);
+  }
+  console.log('');
+}
