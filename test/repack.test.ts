@@ -263,3 +263,21 @@ describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing chan
     });
   }
 });
+
+describe('cruft packs', () => {
+  it('a cruft pack (.mtimes) is left alone, and so are its objects', () => {
+    const repo = useFixtureCopy('multi-pack');
+    const before = objectSet(repo);
+    gitOk(['repack', '--cruft', '-d', '-q'], { cwd: repo });
+    const cruft = listPacks(repo).filter((p) => fs.existsSync(p.replace(/\.pack$/, '.mtimes')));
+    expect(cruft.length).toBe(1);
+    const bytes = fs.readFileSync(cruft[0]!);
+    const mtimes = fs.readFileSync(cruft[0]!.replace(/\.pack$/, '.mtimes'));
+    const out = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
+    expect(out.keptPacks).toEqual([path.basename(cruft[0]!, '.pack')]);
+    expect(fs.readFileSync(cruft[0]!).equals(bytes)).toBe(true);
+    expect(fs.readFileSync(cruft[0]!.replace(/\.pack$/, '.mtimes')).equals(mtimes)).toBe(true);
+    expect(objectSet(repo)).toEqual(before);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+});
