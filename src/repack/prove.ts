@@ -8,8 +8,10 @@ import type { Pack } from '../store/pack.js';
 
 /**
  * The proof that a written pack may replace the old ones, before anything is removed:
- * - the file as it is on disk: one sequential read checks the trailer hash and every entry's
- *   CRC32 against the new idx (whose CRCs were computed from the bytes handed to the writer);
+ * - the file as it is on disk: one sequential read checks every entry's CRC32 against the new idx
+ *   (whose CRCs were computed from the bytes handed to the writer, which hashed those same
+ *   bytes into the trailer), and the 12-byte header and the trailer are compared byte for byte
+ *   with what was written. The file is therefore what the writer hashed: no second SHA pass;
  * - completeness: every id of every old pack and loose object is in the new pack or stays in a
  *   retained pack (a merge of sorted id lists, no hashing of contents needed: the entries were
  *   checked on the way in — CRC against the old idx for copies, inflate-compare for re-encodes,
@@ -17,6 +19,7 @@ import type { Pack } from '../store/pack.js';
  */
 export function proveWritten(
   np: Pack,
+  written: { header: Buffer; checksum: Buffer },
   oldPacks: Pack[],
   looseIds: Buffer[],
   retained: (id: Uint8Array, pos: number) => boolean,
@@ -29,8 +32,10 @@ export function proveWritten(
   const n = np.count;
   onProgress?.('validating', 0, n);
   if (n > 0 && np.offsetAtRank(0) !== 12) throw new GitError('verify-failed', `new pack ${np.packPath}: first entry not at offset 12`);
-  const h = algo.create();
-  h.update(np.read(0, 12));
+  if (!np.read(0, 12).equals(written.header)) throw new GitError('verify-failed', `new pack ${np.packPath}: header does not read back as written`);
+  if (!np.read(np.dataEnd, len).equals(written.checksum) || !idx.packChecksum.equals(written.checksum)) {
+    throw new GitError('verify-failed', `new pack ${np.packPath}: trailer does not read back as written`);
+  }
   let done = 0;
   np.scan(
     (j, off, raw) => {
@@ -38,10 +43,8 @@ export function proveWritten(
       parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);
       if ((++done & 0xffff) === 0) onProgress?.('validating', done, n);
     },
-    undefined,
-    (bytes) => h.update(bytes),
   );
-  if (!h.digest().equals(idx.packChecksum)) throw new GitError('verify-failed', `new pack ${np.packPath} does not match its checksum`);
+  if (done !== n) throw new GitError('verify-failed', `new pack ${np.packPath}: ${done} entries read back, ${n} written`);
   for (const p of oldPacks) {
     const missing = firstMissing(p.idx.ids, idx.ids, len, retained);
     if (missing !== undefined) throw new GitError('verify-failed', `object ${missing} of ${p.packPath} is missing from the new pack`);

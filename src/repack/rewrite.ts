@@ -344,7 +344,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // possible, checked and re-encoded on worker threads (or inline), then written in order.
   const pool = new BatchPool(BatchPool.threadsFor(n));
   const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
-  const pipelineDepth = Math.max(2, pool.threads * 2 + 1);
+  const pipelineDepth = Math.max(2, pool.threads * 4 + 2);
   let next = 0;
   // Buffers go round between batches (and threads) instead of being garbage: input buffers of
   // at least BATCH_BYTES, output buffers handed back by each result.
