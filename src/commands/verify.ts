@@ -3,12 +3,12 @@ import { GitError } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { objectHeader } from '../hash/algo.js';
 import { applyDelta } from '../delta/apply.js';
-import { idxChecksumOk } from '../format/idx.js';
+import { firstUnsortedId, idOffsetInFile, idxChecksumOk, offsetOffsetInFile } from '../format/idx.js';
 import { parseRev } from '../format/rev.js';
 import { typeName } from '../format/object-type.js';
 import { Pack } from '../store/pack.js';
 import { inflateEntryStreaming } from '../store/stream-inflate.js';
-import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type ScanProblem } from '../store/pack-scan.js';
+import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type PackScan, type ScanProblem } from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
 
 export interface VerifyPackResult {
@@ -80,12 +80,8 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   // The idx: its own checksum, ids strictly increasing, fanout consistent with them.
   const idxBuf = readFileSync(pack.idxPath);
   if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
-  for (let i = 1; i < n; i++) {
-    if (idx.ids.compare(idx.ids, (i - 1) * len, i * len, i * len, (i + 1) * len) <= 0) {
-      problem({ file: pack.idxPath, offset: 0, message: `object ids out of order at index position ${i}` });
-      break;
-    }
-  }
+  const unsorted = firstUnsortedId(idx);
+  if (unsorted >= 0) problem({ file: pack.idxPath, offset: idOffsetInFile(idx, unsorted), message: `object ids out of order at index position ${unsorted}` });
   for (let b = 0, i = 0; b < 256; b++) {
     while (i < n && idx.ids[i * len]! <= b) i++;
     if (idx.fanout[b] !== i) {
@@ -93,12 +89,19 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
       break;
     }
   }
-  for (let i = 1; i < n; i++) {
-    if (pack.offsetAtRank(i) === pack.offsetAtRank(i - 1)) {
-      problem({ file: pack.idxPath, offset: 0, message: `two index entries share pack offset ${pack.offsetAtRank(i)}` });
+  // Offsets: inside the data, one entry each; the entries must tile [12, trailer) exactly.
+  let offsetsOk = true;
+  for (let i = 0; i < n; i++) {
+    const off = pack.offsetAtRank(i);
+    if (off < 12 || off >= pack.dataEnd || (i > 0 && off === pack.offsetAtRank(i - 1))) {
+      const j = pack.order[i]!;
+      const why = off < 12 || off >= pack.dataEnd ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
+      problem({ file: pack.idxPath, offset: offsetOffsetInFile(idx, j), message: why });
+      offsetsOk = false;
       break;
     }
   }
+  if (n === 0 && pack.dataEnd !== 12) problem({ file: pack.packPath, offset: 12, message: `pack declares no objects but has ${pack.dataEnd - 12} bytes of data` });
 
   // The pack's own trailer.
   const sum = pack.checksumOk();
@@ -127,9 +130,17 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     }
   }
 
-  // Entries: headers, CRCs, bases.
+  // Entries: headers, CRCs, bases (not when the idx cannot say where they are).
+  if (!offsetsOk) return;
   opts.onProgress?.('indexing objects', 0, n);
-  const scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+  let scan: PackScan;
+  try {
+    scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+  } catch (e) {
+    if (!(e instanceof GitError)) throw e;
+    problem({ file: e.file ?? pack.packPath, offset: e.offset ?? 0, message: stripWhere(e) });
+    return;
+  }
   opts.onProgress?.('indexing objects', n, n);
   opts.signal?.throwIfAborted();
 

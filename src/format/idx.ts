@@ -92,13 +92,16 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   const trailer = buf.length - 2 * len;
   const packChecksum = buf.subarray(trailer, trailer + len);
   const idxChecksum = buf.subarray(trailer + len);
+  // The size must fit the count before anything is allocated for it (a damaged fanout may
+  // claim 2^32 objects).
+  const minSize = v2 ? body + count * (len + 8) : body + count * (4 + len);
+  if (v2 ? minSize > trailer : minSize !== trailer) {
+    throw corrupt('bad-idx', file, fanoutAt + 255 * 4, `index size ${buf.length} does not match the ${count} objects its fanout claims`);
+  }
   const offsets = new Float64Array(count);
 
   if (!v2) {
     const rec = 4 + len;
-    if (body + count * rec !== trailer) {
-      throw corrupt('bad-idx', file, 0, `index size ${buf.length} does not match ${count} objects`);
-    }
     const ids = Buffer.allocUnsafe(count * len);
     for (let i = 0; i < count; i++) {
       const at = body + i * rec;
@@ -131,6 +134,37 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   }
   const ids = buf.subarray(idsAt, idsAt + count * len);
   return new PackIndex(file, 2, algo, count, fanout, ids, offsets, buf, crcAt, packChecksum, idxChecksum, largeOffsets);
+}
+
+/**
+ * Checks that the ids are strictly increasing (git's `bsearch_pack` and every merge rely on it);
+ * returns the first position out of order, or -1.
+ */
+export function firstUnsortedId(idx: PackIndex): number {
+  const len = idx.algo.len;
+  const ids = idx.ids;
+  for (let i = 1; i < idx.count; i++) {
+    const a = (i - 1) * len;
+    const b = i * len;
+    // the first four bytes decide almost always
+    const x = ids.readUInt32BE(a);
+    const y = ids.readUInt32BE(b);
+    if (x < y) continue;
+    if (x > y || ids.compare(ids, a, a + len, b, b + len) <= 0) return i;
+  }
+  return -1;
+}
+
+/** Where the id at idx position `i` is stored in the file (for error messages). */
+export function idOffsetInFile(idx: PackIndex, i: number): number {
+  const len = idx.algo.len;
+  return idx.version === 2 ? 8 + FANOUT_BYTES + i * len : FANOUT_BYTES + i * (4 + len) + 4;
+}
+
+/** Where the offset of idx position `i` is stored in the file. */
+export function offsetOffsetInFile(idx: PackIndex, i: number): number {
+  const len = idx.algo.len;
+  return idx.version === 2 ? 8 + FANOUT_BYTES + idx.count * (len + 4) + i * 4 : FANOUT_BYTES + i * (4 + len);
 }
 
 /** Checks the idx trailer hash over everything before it. */

@@ -48,11 +48,10 @@ export function runBatch(job: BatchJob): BatchResult {
   const src = Buffer.from(job.buf);
   const outStart = new Uint32Array(job.n);
   const outLen = new Uint32Array(job.n);
-  // Level-0 output sizes are known in advance: those entries are written straight into the
-  // result; other levels are collected and appended after them.
-  let storedTotal = 0;
-  for (let i = 0; i < job.n; i++) if (job.mode[i] === REENCODE && job.level[i] === 0) storedTotal += storedZlibLength(job.size[i]!);
-  let out = Buffer.from(job.spare !== undefined && job.spare.byteLength >= storedTotal ? job.spare : new ArrayBuffer(Math.max(storedTotal, 1 << 20)));
+  // Level-0 entries are written straight into the result, which grows as needed once each
+  // entry's inflate has proved its size (a declared size is never trusted for an allocation);
+  // other levels are collected and appended after them.
+  let out = Buffer.from(job.spare ?? new ArrayBuffer(1 << 20));
   let storedAt = 0;
   const others: { i: number; data: Buffer }[] = [];
   for (let i = 0; i < job.n; i++) {
@@ -74,6 +73,12 @@ export function runBatch(job: BatchJob): BatchResult {
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
         if (level === 0) {
+          const need = storedAt + storedZlibLength(plain.length);
+          if (need > out.length) {
+            const grown = Buffer.from(new ArrayBuffer(Math.max(need, out.length * 2)));
+            out.copy(grown, 0, 0, storedAt);
+            out = grown;
+          }
           const n = writeStoredZlib(plain, out, storedAt);
           if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
           outStart[i] = storedAt;

@@ -2,7 +2,7 @@ import { GitError, corrupt } from '../errors.js';
 import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
 import { OidRefTable } from '../hash/oid-table.js';
 import { sortIds } from '../hash/sort.js';
-import { encodeIdxV2 } from '../format/idx.js';
+import { encodeIdxV2, firstUnsortedId, idOffsetInFile } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
 import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
@@ -106,8 +106,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   let total = input.loose.length;
   for (const p of packs) total += p.count;
 
-  // 1. Scan the source packs (headers, bases, zlib headers; no inflating).
+  // 1. Scan the source packs (headers, bases, zlib headers; no inflating). Their ids must be
+  //    sorted: the new index is a merge of them.
   for (const p of packs) {
+    const unsorted = firstUnsortedId(p.idx);
+    if (unsorted >= 0) throw corrupt('bad-idx', p.idxPath, idOffsetInFile(p.idx, unsorted), 'object ids out of order');
     scans.push(
       scanPack(p, {
         checkCrc: false,

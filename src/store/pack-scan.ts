@@ -78,6 +78,13 @@ export function scanPack(
       opts.onProblem({ file, offset: off, message: e.message.replace(`${file}: `, '').replace(/ at offset \d+$/, '') });
       return;
     }
+    // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
+    // refused before anyone allocates for it.
+    const dataLen = raw.length - h.headerLen;
+    if (h.size > dataLen * 1032 + 1024) {
+      opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of zlib data` });
+      return;
+    }
     scan.type[j] = h.type;
     scan.size[j] = h.size;
     scan.headerLen[j] = h.headerLen;
