@@ -29,6 +29,8 @@ const COMMANDS: Record<string, () => Promise<Runner>> = {
   repack: async () => (await import('./repack.js')).runRepack,
   verify: async () => (await import('./verify.js')).runVerify,
   inspect: async () => (await import('./inspect.js')).runInspect,
+  'zstd-import': async () => (await import('./zstd-import.js')).runZstdImport,
+  walk: async () => (await import('./walk.js')).runWalk,
 };
 
 function version(): string {

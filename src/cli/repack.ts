@@ -1,4 +1,7 @@
+import { resolve } from 'node:path';
 import { repack, type RepackResult } from '../commands/repack.js';
+import { DEFAULT_ZSTD_LEVEL, exportZpack } from '../commands/zstd.js';
+import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
 import type { FsckMode } from '../store/fsck.js';
 import { parseArgs, positionals } from './args.js';
@@ -19,6 +22,10 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
     --fsck <mode>         check the result with git fsck: full (default) or connectivity
     --no-fsck             skip git fsck (our own proof of the new pack still runs)
     --keep-pack <name>    leave this pack alone (repeatable), like a .keep file
+    --zstd[=<level>] -o <file>
+                          write every object into a zstd pack <file> instead (outside the
+                          repository; default level 10); --dict-size=<bytes> (default 112640)
+                          or --no-dict for its dictionaries
     -q, --quiet           no progress
     --progress            force progress on stderr
 
@@ -55,6 +62,11 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
       .option('json', { type: 'boolean', default: false })
       .option('fsck', { type: 'string' })
       .option('keep-pack', { type: 'string', array: true })
+      .option('zstd', { type: 'string' })
+      .option('output', { alias: 'o', type: 'string' })
+      .option('dict-size', { type: 'string' })
+      .option('dict', { type: 'boolean', default: true })
+      .option('dict-trainer', { type: 'string' })
       .option('quiet', { alias: 'q', type: 'boolean' })
       .option('progress', { type: 'boolean' }),
   );
@@ -76,6 +88,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   else throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, REPACK_USAGE);
   const keep = ((o['keep-pack'] ?? []) as unknown[]).map(String);
   const { io } = ctx;
+  if (o.zstd !== undefined) return runExport(o, ctx);
+  if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
@@ -121,4 +135,31 @@ function summary(r: RepackResult): string {
     if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
   }
   return lines.join('\n') + '\n';
+}
+
+async function runExport(o: { zstd?: string; output?: string; json?: boolean; quiet?: boolean; progress?: boolean; 'dict-size'?: string; dict?: boolean; 'dict-trainer'?: string }, ctx: CliContext): Promise<number> {
+  const level = o.zstd === '' || o.zstd === undefined ? DEFAULT_ZSTD_LEVEL : Number(o.zstd);
+  if (!Number.isInteger(level) || level < 1 || level > 22) throw new UsageError(`--zstd expects a level from 1 to 22, not '${o.zstd}'`, REPACK_USAGE);
+  if (o.output === undefined || o.output === '') throw new UsageError('--zstd needs -o <file>', REPACK_USAGE);
+  let dictSize = DEFAULT_DICT_SIZE;
+  if (o['dict-size'] !== undefined) {
+    dictSize = Number(o['dict-size']);
+    if (!Number.isInteger(dictSize) || dictSize < 1024 || dictSize > 1 << 24) throw new UsageError(`--dict-size expects a number of bytes from 1024 to 16777216, not '${o['dict-size']}'`, REPACK_USAGE);
+  }
+  if (o.dict === false) dictSize = 0;
+  const trainer = o['dict-trainer'] ?? 'auto';
+  if (trainer !== 'auto' && trainer !== 'js') throw new UsageError(`--dict-trainer expects 'auto' or 'js', not '${trainer}'`, REPACK_USAGE);
+  const { io } = ctx;
+  const repo = openRepository(ctx);
+  const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  const r = await exportZpack(repo, { out: resolve(ctx.cwd, o.output), level, dictSize, dictMethod: trainer, onProgress: progress });
+  if (o.json) {
+    io.out(JSON.stringify(r, null, 2) + '\n');
+    return 0;
+  }
+  if (!o.quiet) {
+    io.out(`wrote ${r.path}: ${r.objects} objects, ${r.bytes} bytes${pct(r.bytes, r.sourceBytes)} against the packs, zstd level ${r.level}\n`);
+    for (const d of r.dictionaries) io.out(`  dictionary ${d.kind}: ${d.bytes} bytes from ${d.samples} samples (${d.method})\n`);
+  }
+  return 0;
 }

@@ -22,6 +22,8 @@ export const VERIFY_USAGE = `usage: git repack-ts verify [-v | --verbose] [-s | 
 
 /** Normalises `foo`, `foo.idx` and `foo.pack` to the pair of paths, as verify-pack does. */
 function packPair(arg: string, cwd: string): { pack: string; idx: string; shown: string } {
+  // A zstd pack carries its own index.
+  if (arg.endsWith('.zpack')) return { pack: resolve(cwd, arg), idx: resolve(cwd, arg), shown: arg };
   const base = arg.replace(/\.(idx|pack)$/, '');
   return { pack: resolve(cwd, base + '.pack'), idx: resolve(cwd, base + '.idx'), shown: base + '.pack' };
 }

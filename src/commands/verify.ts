@@ -78,8 +78,14 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   const len = algo.len;
 
   // The idx: its own checksum, ids strictly increasing, fanout consistent with them.
-  const idxBuf = readFileSync(pack.idxPath);
-  if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
+  if (pack.isZpack) {
+    // A zstd pack: its index is the idx's raw bytes inside it; the file has a trailer of its own.
+    if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.packPath, offset: pack.dataEnd + idx.raw.length - len, message: 'index checksum mismatch' });
+    if (!pack.trailerOk()) problem({ file: pack.packPath, offset: pack.size - len, message: 'zstd pack trailer checksum mismatch' });
+  } else {
+    const idxBuf = readFileSync(pack.idxPath);
+    if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
+  }
   const unsorted = firstUnsortedId(idx);
   if (unsorted >= 0) problem({ file: pack.idxPath, offset: idOffsetInFile(idx, unsorted), message: `object ids out of order at index position ${unsorted}` });
   for (let b = 0, i = 0; b < 256; b++) {
@@ -93,15 +99,15 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   let offsetsOk = true;
   for (let i = 0; i < n; i++) {
     const off = pack.offsetAtRank(i);
-    if (off < 12 || off >= pack.dataEnd || (i > 0 && off === pack.offsetAtRank(i - 1))) {
+    if (off < pack.dataStart || off >= pack.dataEnd || (i > 0 && off === pack.offsetAtRank(i - 1))) {
       const j = pack.order[i]!;
-      const why = off < 12 || off >= pack.dataEnd ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
+      const why = off < pack.dataStart || off >= pack.dataEnd ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
       problem({ file: pack.idxPath, offset: offsetOffsetInFile(idx, j), message: why });
       offsetsOk = false;
       break;
     }
   }
-  if (n === 0 && pack.dataEnd !== 12) problem({ file: pack.packPath, offset: 12, message: `pack declares no objects but has ${pack.dataEnd - 12} bytes of data` });
+  if (n === 0 && pack.dataEnd !== pack.dataStart) problem({ file: pack.packPath, offset: pack.dataStart, message: `pack declares no objects but has ${pack.dataEnd - pack.dataStart} bytes of data` });
 
   // The pack's own trailer.
   const sum = pack.checksumOk();
@@ -162,9 +168,9 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
       problem({ file: pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
     }
   };
-  const load = (j: number): Buffer | undefined => {
+  const load = (j: number, realType: number): Buffer | undefined => {
     try {
-      return pack.inflate(pack.entry(j));
+      return pack.inflate(pack.entry(j), realType);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
       problem({ file: pack.packPath, offset: e.offset ?? idx.offsets[j]!, message: stripWhere(e) });
@@ -180,7 +186,7 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   for (let i = 0; i < n; i++) {
     const root = order[i]!;
     if (scan.parent[root] !== NO_PARENT) continue;
-    if (scan.size[root]! >= bigFile && start[root + 1] === start[root]) {
+    if (!pack.isZpack && scan.size[root]! >= bigFile && start[root + 1] === start[root]) {
       // A big object nothing is a delta of: hashed while it streams out of zlib (git does the
       // same above core.bigFileThreshold), so memory does not grow with its size.
       done[root] = 1;
@@ -200,7 +206,7 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
       }
       continue;
     }
-    const rootData = load(root);
+    const rootData = load(root, scan.type[root]!);
     done[root] = 1;
     if (rootData === undefined) continue;
     const type = scan.type[root]!;
@@ -220,7 +226,7 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
         problem({ file: pack.packPath, offset: idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
         continue;
       }
-      const delta = load(c);
+      const delta = load(c, type);
       if (delta === undefined) continue;
       let data: Buffer;
       try {

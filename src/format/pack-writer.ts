@@ -20,13 +20,26 @@ export class PackFileWriter {
     readonly path: string,
     readonly algo: HashAlgo,
     count: number,
+    /** Another header than git's `PACK` one (the zstd pack's). */
+    header?: Buffer,
     bufferSize = 4 << 20,
   ) {
     // 0o444 like git's pack files; the fd stays writable since we opened it.
     this.fd = openSync(path, 'wx', 0o444);
     this.hash = algo.create();
     this.buf = Buffer.allocUnsafe(bufferSize);
-    this.append(encodePackHeader(count));
+    this.append(header ?? encodePackHeader(count));
+  }
+
+  /** The hash of everything written so far (writing goes on). */
+  checksumSoFar(): Buffer {
+    this.flush();
+    return this.hash.copy().digest();
+  }
+
+  /** Appends bytes that are not an entry (the zstd pack's index and footer). */
+  appendRaw(data: Uint8Array): void {
+    this.append(data);
   }
 
   private flush(): void {

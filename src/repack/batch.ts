@@ -2,6 +2,8 @@ import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../store/pack.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
+import { GitError } from '../errors.js';
+import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 
 /** Entry modes in a batch. */
 export const COPY_CRC = 1;
@@ -32,6 +34,40 @@ export interface BatchJob {
   files: string[];
   fileIndex: Uint16Array;
   offset: Float64Array;
+  /**
+   * zstd packs: `srcDict[i]` is the source dictionary of an entry read from a zstd pack (-1: none,
+   * -2: the source is a zlib pack); with `zstdOut`, every re-encoded entry is written as a zstd
+   * frame (or plain when that is no smaller) with dictionary `dstDict[i]` (-1: none).
+   */
+  srcDict?: Int8Array | undefined;
+  zstdOut?: boolean | undefined;
+  dstDict?: Int8Array | undefined;
+}
+
+/** The dictionaries of the zstd packs read and written (set once per thread). */
+let zstdIn: ZstdCodec | undefined;
+let zstdOut: ZstdCodec | undefined;
+
+export function setBatchDicts(src: Buffer[] | undefined, dst: Buffer[] | undefined): void {
+  zstdIn = src !== undefined ? zstdCodec(src) : undefined;
+  zstdOut = dst !== undefined ? zstdCodec(dst) : undefined;
+}
+
+const FROM_ZLIB = -2;
+
+/**
+ * An entry's data as it was before compression, from a zlib stream (whose Adler-32 zlib checks)
+ * or a zstd pack's encoding (lean frames carry no checksum: the entry's CRC32 in the zstd
+ * pack's index is checked first).
+ */
+function plainOf(job: BatchJob, i: number, raw: Buffer, data: Buffer): Buffer {
+  const size = job.size[i]!;
+  const sd = job.srcDict?.[i] ?? FROM_ZLIB;
+  if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+  if (crc32(raw) !== job.crc[i]) throw new GitError('bad-pack', `${fileOf(job, i)}: entry does not match its CRC32 in the index at offset ${job.offset[i]}`, { file: fileOf(job, i), offset: job.offset[i]! });
+  if (data.length === size) return data;
+  if (zstdIn === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
+  return zstdIn.decompress(data, size, sd);
 }
 
 export interface BatchResult {
@@ -67,8 +103,17 @@ export function runBatch(job: BatchJob): BatchResult {
       } else if (mode === COPY_INFLATE) {
         // An idx v1 has no CRC32: zlib's own Adler-32 check stands in for it.
         inflateExact(data, job.size[i]!, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+      } else if (mode === REENCODE && job.zstdOut) {
+        const plain = plainOf(job, i, raw, data);
+        if (zstdOut === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
+        const dict = job.dstDict![i]!;
+        let frame = zstdOut.compress(plain, job.level[i]!, dict);
+        // Plain when zstd does not make it smaller: the reader tells them apart by length.
+        if (frame.length >= plain.length) frame = plain;
+        else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain)) return fail(job, i, 'entry re-encoded does not decompress to the same bytes', 'verify-failed');
+        others.push({ i, data: Buffer.from(frame) });
       } else if (mode === REENCODE) {
-        const plain = inflateExact(data, job.size[i]!, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+        const plain = plainOf(job, i, raw, data);
         const level = job.level[i]!;
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).

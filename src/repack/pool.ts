@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { runBatch, type BatchJob, type BatchResult } from './batch.js';
+import { runBatch, setBatchDicts, type BatchJob, type BatchResult } from './batch.js';
 
 /** Runs batches on worker threads (round robin), or inline when there are none. */
 export class BatchPool {
@@ -32,6 +32,12 @@ export class BatchPool {
     // Starting a worker costs ~40 ms: not worth it for a few thousand entries.
     if (entries < 20000) return 0;
     return Math.max(1, Math.min(4, availableParallelism() - 1));
+  }
+
+  /** The zstd dictionaries of the packs read and written, for every thread (and inline runs). */
+  setDicts(src: Buffer[] | undefined, dst: Buffer[] | undefined): void {
+    setBatchDicts(src, dst);
+    for (const w of this.workers) w.postMessage({ dicts: { src, dst } });
   }
 
   get threads(): number {

@@ -14,6 +14,9 @@ import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { autoLevel } from './auto.js';
+import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
+import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
+import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
 import { COPY_CRC, COPY_INFLATE, REENCODE, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
@@ -63,7 +66,16 @@ export interface WrittenPack {
   count: number;
 }
 
+/** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
+export interface ZpackOutput {
+  level: number;
+  dicts: ZpackDict[];
+  refs: string;
+  promisor: boolean;
+}
+
 export interface RewriteOptions {
+  zpack?: ZpackOutput | undefined;
   algo: HashAlgo;
   levels: Levels;
   /** Level of entries that `auto` decides to compress. */
@@ -255,8 +267,16 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const outOffset = new Float64Array(n);
   const outCrc = new Uint32Array(n);
   const outType = new Uint8Array(n);
-  const writer = opts.dryRun ? undefined : new PackFileWriter(opts.tmp.pack, algo, n);
-  let offset = 12;
+  const zout = opts.zpack;
+  if (zout !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
+  const header = zout === undefined ? undefined : encodeZpackHeader({ count: n, algo, promisor: zout.promisor, level: zout.level, dicts: zout.dicts, refs: zout.refs });
+  const writer = opts.dryRun ? undefined : new PackFileWriter(opts.tmp.pack, algo, n, header);
+  let offset = writer?.offset ?? 12;
+  // Dictionary of each kind in the output (zstd), and the one zstd source pack's dictionaries.
+  const outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
+  const zsrc = packs.filter((p) => p.isZpack);
+  let mainZstd: ZstdCodec | undefined;
+  if (zsrc.length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
   const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
   // `auto` decides per entry from its inflated size and current compressed length; the
   // fallback is what the other settings would give (pack.compression, core.compression, -1).
@@ -297,7 +317,13 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     }
     outType[s] = obj.type;
     const level = levelOf(obj.type, obj.data.length, undefined);
-    const data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
+    let data: Buffer | number;
+    if (zout !== undefined) {
+      mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
+      const dict = outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
+      const frame = mainZstd.compress(obj.data, zout.level, dict);
+      data = frame.length < obj.data.length ? frame : obj.data;
+    } else data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
     return { type: obj.type, size: obj.data.length, data };
   };
 
@@ -312,7 +338,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
     const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
-    const matches = encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
+    // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
+    const matches = zout === undefined && scan.stored[j] !== 2 && encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
     if (matches) stats.copied++;
     else bump(stats.reencoded, type);
     return { type, level, matches };
@@ -346,6 +373,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // Batches of consecutive output entries: their source bytes are read in as few spans as
   // possible, checked and re-encoded on worker threads (or inline), then written in order.
   const pool = new BatchPool(BatchPool.threadsFor(n));
+  if (zsrc.length > 0 || zout !== undefined) pool.setDicts(zsrc[0]?.zstdDicts.dicts, zout?.dicts.map((d) => d.data));
   const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
   const pipelineDepth = Math.max(2, pool.threads * 4 + 2);
   let next = 0;
@@ -377,6 +405,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const job: BatchJob = {
       buf: takeBuffer(bytes),
       spare: spareOut.pop(),
+      srcDict: zsrc.length > 0 ? new Int8Array(m).fill(-2) : undefined,
+      zstdOut: zout !== undefined,
+      dstDict: zout !== undefined ? new Int8Array(m).fill(NO_DICT) : undefined,
       n: m,
       rawStart: new Uint32Array(m),
       rawLen: new Uint32Array(m),
@@ -415,7 +446,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const { level, matches } = decide(s);
       const hasCrc = pack.idx.hasCrcs;
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
-      job.level[i] = level;
+      job.level[i] = zout !== undefined ? zout.level : level;
+      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(scan.type[j]!))] ?? NO_DICT;
+      if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
       job.rawLen[i] = end - off;
@@ -476,7 +509,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     stats.bytesOut = offset + len;
     if (writer === undefined) return { stats, written: undefined };
 
-    const checksum = writer.finish();
+    // A zstd pack carries its index, whose pack checksum is the hash of everything before it.
+    const indexStart = writer.offset;
+    const checksum = zout !== undefined ? writer.checksumSoFar() : writer.finish();
     // Index: ids sorted (merged from the already sorted source indexes), with the offsets and
     // CRCs just written; the ids are copied from where they are, straight into the idx.
     const sorted = sortedSelection(packs, input.loose, srcPack, srcIdx, n, len);
@@ -503,6 +538,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       checksum,
       algo,
     );
+    if (zout !== undefined) {
+      writer.appendRaw(idxBuf);
+      writer.appendRaw(encodeZpackFooter(indexStart));
+      const trailer = writer.finish();
+      return { stats: { ...stats, bytesOut: writer.offset }, written: { packPath: opts.tmp.pack, idxPath: opts.tmp.pack, revPath: undefined, checksum: trailer, count: n } };
+    }
     writeDurable(opts.tmp.idx, idxBuf);
     let revPath: string | undefined;
     if (opts.writeRev) {

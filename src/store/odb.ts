@@ -6,7 +6,7 @@ import { applyDelta } from '../delta/apply.js';
 import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { loosePath, readLooseFile } from './loose.js';
-import { Pack } from './pack.js';
+import { Pack, type RawEntry } from './pack.js';
 
 /** git's pack.depth ceiling in pack-objects; a deeper chain (or a REF_DELTA cycle) is refused. */
 export const MAX_DELTA_DEPTH = 4095;
@@ -90,6 +90,11 @@ export class ObjectDatabase {
     if (where === undefined) {
       throw new GitError('missing-object', `object ${toHex(id, pos, this.algo.len)} not found`);
     }
+    return this.readAt(where);
+  }
+
+  /** The object at a location `locate` gave. */
+  readAt(where: { pack: Pack; index: number } | { loose: string }): ObjectData {
     if ('loose' in where) return readLooseFile(where.loose);
     return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!);
   }
@@ -103,7 +108,9 @@ export class ObjectDatabase {
    * non-delta base with an explicit stack, then apply the deltas back up, caching each base.
    */
   readPacked(pack: Pack, offset: number): ObjectData {
-    const stack: { key: number; delta: Buffer; file: string; offset: number }[] = [];
+    // Deltas are decompressed on the way back up, once the base's type is known (a zstd pack
+    // picks a delta's dictionary by the type at the bottom of its chain).
+    const stack: { key: number; e: RawEntry; p: Pack }[] = [];
     let p = pack;
     let off = offset;
     let base: CachedObject;
@@ -114,7 +121,7 @@ export class ObjectDatabase {
         base = hit;
         break;
       }
-      const e = p.entryAt(off, p.endOf(off));
+      const e = p.entryAt(off, p.endOf(off), true);
       if (isBaseType(e.hdr.type)) {
         base = { type: e.hdr.type, data: p.inflate(e) };
         if (stack.length > 0) this.cache.set(key, base);
@@ -123,8 +130,7 @@ export class ObjectDatabase {
       if (stack.length >= MAX_DELTA_DEPTH) {
         throw corrupt('bad-delta', pack.packPath, offset, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
       }
-      const delta = p.inflate(e);
-      stack.push({ key, delta, file: p.packPath, offset: off });
+      stack.push({ key, e, p });
       if (e.hdr.type === OBJ_OFS_DELTA) {
         off -= e.hdr.baseDistance;
       } else if (e.hdr.type === OBJ_REF_DELTA) {
@@ -147,11 +153,12 @@ export class ObjectDatabase {
     }
     while (stack.length > 0) {
       const d = stack.pop()!;
+      const delta = d.p.inflate(d.e, base.type);
       let data: Buffer;
       try {
-        data = applyDelta(base.data, d.delta);
+        data = applyDelta(base.data, delta);
       } catch (e) {
-        throw corrupt('bad-delta', d.file, d.offset, (e as Error).message);
+        throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
       }
       base = { type: base.type, data };
       if (stack.length > 0) this.cache.set(d.key, base);

@@ -58,9 +58,10 @@ export function scanPack(
   const checkCrc = opts.checkCrc && idx.hasCrcs;
   const file = pack.packPath;
   let done = 0;
-  if (n > 0 && pack.offsetAtRank(0) !== 12) {
-    opts.onProblem({ file, offset: 12, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
+  if (n > 0 && pack.offsetAtRank(0) !== pack.dataStart) {
+    opts.onProblem({ file, offset: pack.dataStart, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
   }
+  const zstd = pack.isZpack;
   pack.scan((j, off, raw) => {
     if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
     if (checkCrc) {
@@ -81,14 +82,14 @@ export function scanPack(
     // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
     // refused before anyone allocates for it.
     const dataLen = raw.length - h.headerLen;
-    if (h.size > dataLen * 1032 + 1024) {
-      opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of zlib data` });
+    if (h.size > dataLen * (zstd ? 32768 : 1032) + 1024) {
+      opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of ${zstd ? 'zstd' : 'zlib'} data` });
       return;
     }
     scan.type[j] = h.type;
     scan.size[j] = h.size;
     scan.headerLen[j] = h.headerLen;
-    const z0 = raw[h.headerLen];
+    const z0 = zstd ? undefined : raw[h.headerLen];
     const z1 = raw[h.headerLen + 1];
     const z2 = raw[h.headerLen + 2];
     if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {

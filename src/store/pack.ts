@@ -5,6 +5,10 @@ import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
 import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, type EntryHeader } from '../format/pack.js';
+import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
+import { isDelta } from '../format/object-type.js';
+import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
+import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
 
 /** One entry's raw bytes and decoded header; `raw` is valid until the next read of the same pack. */
@@ -35,6 +39,14 @@ export class Pack {
   private scratch = Buffer.allocUnsafe(SCRATCH);
   /** The `.rev` next to the pack, if there is one. */
   readonly revPath: string | undefined;
+  /** Where the entries start and end: [12, trailer) in a git pack. */
+  readonly dataStart: number;
+  readonly dataEnd: number;
+  /** A zstd pack's header (dictionaries, refs); undefined for a git pack. */
+  readonly zpack: ZpackHeader | undefined;
+  private zstd: ZstdCodec | undefined;
+  /** Dictionary index per kind (DICT_KINDS), -1 for none. */
+  private dictOfKind: number[] = [];
 
   private constructor(
     readonly packPath: string,
@@ -44,19 +56,70 @@ export class Pack {
     size: number,
     idx: PackIndex,
     header: { version: number; count: number },
+    layout: { dataStart: number; dataEnd: number; zpack?: ZpackHeader },
   ) {
-    this.name = basename(packPath, '.pack');
+    this.name = basename(packPath).replace(/\.(pack|zpack)$/, '');
     this.fd = fd;
     this.size = size;
     this.idx = idx;
     this.version = header.version;
     this.count = header.count;
+    this.dataStart = layout.dataStart;
+    this.dataEnd = layout.dataEnd;
+    this.zpack = layout.zpack;
     const rev = packPath.endsWith('.pack') ? packPath.slice(0, -5) + '.rev' : undefined;
     this.revPath = rev !== undefined && existsSync(rev) ? rev : undefined;
   }
 
-  /** Opens `<name>.pack` with `<name>.idx`; checks they agree on the object count and checksum. */
+  /** Is this a zstd-framed pack (our format, never in objects/pack)? */
+  get isZpack(): boolean {
+    return this.zpack !== undefined;
+  }
+
+  /**
+   * Opens a zstd pack: header, dictionaries and refs at the front, the index at the offset the
+   * footer names. The index's pack checksum covers everything before it (checked by verify).
+   */
+  static openZpack(path: string, fd: number, size: number): Pack {
+    const readAt = (pos: number, len: number): Buffer => {
+      const b = Buffer.alloc(len);
+      let done = 0;
+      while (done < len) {
+        const n = readSync(fd, b, done, len - done, pos + done);
+        if (n === 0) throw corrupt('bad-pack', path, pos + done, 'unexpected end of file');
+        done += n;
+      }
+      return b;
+    };
+    const h = parseZpackHeader(readAt, size, path);
+    const len = h.algo.len;
+    if (size < h.dataStart + 8 + len) throw corrupt('bad-pack', path, size, 'zstd pack truncated');
+    const footerAt = size - len - 8;
+    const indexStart = parseZpackFooter(readAt(footerAt, 8));
+    if (indexStart < h.dataStart || indexStart > footerAt) throw corrupt('bad-pack', path, footerAt, `index offset ${indexStart} out of range`);
+    const idx = parseIdx(readAt(indexStart, footerAt - indexStart), h.algo, `${path} (index at offset ${indexStart})`);
+    if (idx.count !== h.count) throw corrupt('bad-pack', path, 8, `header says ${h.count} objects but the index has ${idx.count}`);
+    const p = new Pack(path, path, h.algo, fd, size, idx, { version: h.version, count: h.count }, { dataStart: h.dataStart, dataEnd: indexStart, zpack: h });
+    p.dictOfKind = DICT_KINDS.map((_, k) => h.dicts.findIndex((d) => d.kind === k));
+    return p;
+  }
+
+  /**
+   * Opens `<name>.pack` with `<name>.idx` (checking that they agree on the object count and
+   * checksum), or a zstd pack, which carries its own index.
+   */
   static open(packPath: string, algo: HashAlgo, idxPath = packPath.replace(/\.pack$/, '.idx')): Pack {
+    if (!packPath.endsWith('.pack') || !existsSync(idxPath)) {
+      const z = Pack.tryZpack(packPath);
+      if (z !== undefined) {
+        if (z.algo.name !== algo.name) {
+          const name = z.algo.name;
+          z.close();
+          throw new GitError('bad-pack', `${packPath}: zstd pack of ${name} objects, not ${algo.name}`, { file: packPath, offset: 12 });
+        }
+        return z;
+      }
+    }
     let idxBuf: Buffer;
     try {
       idxBuf = readFileSync(idxPath);
@@ -85,7 +148,29 @@ export class Pack {
       if (!trailer.equals(idx.packChecksum)) {
         throw corrupt('bad-pack', packPath, size - algo.len, `pack trailer does not match the checksum recorded in ${idxPath}`);
       }
-      return new Pack(packPath, idxPath, algo, fd, size, idx, header);
+      return new Pack(packPath, idxPath, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len });
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+  }
+
+  /** The zstd pack at `path`, or undefined when the file does not start with its signature. */
+  static tryZpack(path: string): Pack | undefined {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch (e) {
+      throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
+    }
+    try {
+      const head = Buffer.alloc(4);
+      readSync(fd, head, 0, 4, 0);
+      if (!isZpack(head)) {
+        closeSync(fd);
+        return undefined;
+      }
+      return Pack.openZpack(path, fd, fstatSync(fd).size);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -97,10 +182,6 @@ export class Pack {
     this.fd = -1;
   }
 
-  /** Offset where the entries end and the trailer begins. */
-  get dataEnd(): number {
-    return this.size - this.algo.len;
-  }
 
   /** Idx positions in pack (offset) order, from the `.rev` when it is valid, else by sorting. */
   get order(): Uint32Array {
@@ -190,7 +271,7 @@ export class Pack {
    */
   windowed(offset: number, end: number, windowSize = 8 << 20): Buffer {
     const len = end - offset;
-    if (offset < PACK_HEADER_SIZE || len <= 0 || end > this.dataEnd) {
+    if (offset < this.dataStart || len <= 0 || end > this.dataEnd) {
       throw corrupt('bad-pack', this.packPath, offset, 'entry offset out of range');
     }
     if (len > windowSize) return this.read(offset, len);
@@ -228,7 +309,7 @@ export class Pack {
 
   entryAt(offset: number, end: number, copy = false): RawEntry {
     const len = end - offset;
-    if (offset < PACK_HEADER_SIZE || len <= 0 || end > this.dataEnd) {
+    if (offset < this.dataStart || len <= 0 || end > this.dataEnd) {
       throw corrupt('bad-pack', this.packPath, offset, 'entry offset out of range');
     }
     let buf: Buffer;
@@ -240,10 +321,32 @@ export class Pack {
 
   /**
    * Inflates an entry's data: the zlib stream must end exactly at the entry's end and yield exactly
-   * the declared size. The declared size bounds the allocation.
+   * the declared size. The declared size bounds the allocation. In a zstd pack the entry's
+   * dictionary follows from its real type (the type at the bottom of its delta chain), which the
+   * caller knows.
    */
-  inflate(e: RawEntry): Buffer {
-    return inflateExact(e.raw.subarray(e.hdr.headerLen), e.hdr.size, this.packPath, e.offset + e.hdr.headerLen);
+  inflate(e: RawEntry, realType = 0): Buffer {
+    const data = e.raw.subarray(e.hdr.headerLen);
+    if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen);
+    return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen);
+  }
+
+  /** A zstd pack entry's data: plain when it has exactly the declared size, else one frame. */
+  unzstd(data: Uint8Array, size: number, realType: number, delta: boolean, offset: number): Buffer {
+    if (data.length === size) return Buffer.from(data);
+    if (data.length > size && size > 0) throw corrupt('bad-object', this.packPath, offset, `zstd frame of ${data.length} bytes for ${size} bytes of data`);
+    const kind = kindOf(realType, delta);
+    this.zstd ??= zstdCodec(this.zpack!.dicts.map((d) => d.data));
+    try {
+      return this.zstd.decompress(data, size, kind >= 0 ? this.dictOfKind[kind]! : NO_DICT);
+    } catch (e) {
+      throw corrupt('bad-object', this.packPath, offset, (e as Error).message);
+    }
+  }
+
+  /** The dictionaries of a zstd pack, for threads that decompress its entries. */
+  get zstdDicts(): { dicts: Buffer[]; dictOfKind: number[] } {
+    return { dicts: (this.zpack?.dicts ?? []).map((d) => d.data), dictOfKind: this.dictOfKind };
   }
 
   /**
@@ -258,13 +361,13 @@ export class Pack {
     let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(this.dataEnd, 1)));
     let chunkStart = 0;
     let chunkLen = 0;
-    let fed = PACK_HEADER_SIZE;
+    let fed = this.dataStart;
     for (let i = 0; i < order.length; i++) {
       const j = order[i]!;
       const off = offs[j]!;
       const end = i + 1 < order.length ? offs[order[i + 1]!]! : this.dataEnd;
       const len = end - off;
-      if (off < PACK_HEADER_SIZE || len <= 0 || end > this.dataEnd) {
+      if (off < this.dataStart || len <= 0 || end > this.dataEnd) {
         throw corrupt('bad-pack', this.packPath, off, 'entry offset out of range');
       }
       if (len > chunkSize) {
@@ -302,6 +405,20 @@ export class Pack {
     }
     const actual = h.digest();
     return { ok: actual.equals(this.idx.packChecksum), actual };
+  }
+
+  /** A zstd pack's trailer: the hash of everything before it (a git pack's is checked by checksumOk). */
+  trailerOk(): boolean {
+    const h = this.algo.create();
+    const chunk = Buffer.allocUnsafe(8 << 20);
+    const end = this.size - this.algo.len;
+    for (let pos = 0; pos < end; ) {
+      const n = Math.min(chunk.length, end - pos);
+      this.read(pos, n, chunk.subarray(0, n));
+      h.update(chunk.subarray(0, n));
+      pos += n;
+    }
+    return h.digest().equals(this.read(end, this.algo.len));
   }
 
   findOffset(id: Uint8Array, pos = 0): number {

@@ -1,0 +1,75 @@
+import { resolve } from 'node:path';
+import { importZpack } from '../commands/zstd.js';
+import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
+import type { FsckMode } from '../store/fsck.js';
+import { parseArgs, positionals } from './args.js';
+import { UsageError } from './io.js';
+import type { CliContext } from './main.js';
+import { phaseReporter, wantProgress } from './progress.js';
+import { openRepository } from './repo.js';
+
+export const ZSTD_IMPORT_USAGE = `usage: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] [--json] [-q] <file>
+
+Turns a zstd pack written by 'git repack-ts --zstd -o <file>' back into a normal pack of this
+repository (every object and delta kept), at the levels 'git repack-ts' would use.
+
+    --graph-compression <n>, --commit-compression <n>, --tree-compression <n>,
+    --blob-compression <n>, --tag-compression <n>, --compression <n>
+                          zlib levels, as for the rewrite (config keys apply too)
+    --fsck <mode>         full (default) or connectivity
+    --no-fsck             skip git fsck (the proof that every object arrived still runs)
+    --json                print a machine-readable summary
+    -q, --quiet           no progress
+`;
+
+function level(name: string, v: unknown): Level | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return parseLevelFlag(name, String(Array.isArray(v) ? v[v.length - 1] : v));
+  } catch (e) {
+    throw new UsageError((e as Error).message, ZSTD_IMPORT_USAGE);
+  }
+}
+
+export async function runZstdImport(args: string[], ctx: CliContext): Promise<number> {
+  const o = await parseArgs(args, ZSTD_IMPORT_USAGE, (y) =>
+    y
+      .option('graph-compression', { type: 'string' })
+      .option('commit-compression', { type: 'string' })
+      .option('tree-compression', { type: 'string' })
+      .option('blob-compression', { type: 'string' })
+      .option('tag-compression', { type: 'string' })
+      .option('compression', { type: 'string' })
+      .option('fsck', { type: 'string' })
+      .option('json', { type: 'boolean', default: false })
+      .option('quiet', { alias: 'q', type: 'boolean' })
+      .option('progress', { type: 'boolean' }),
+  );
+  const files = positionals(o);
+  if (files.length !== 1) throw new UsageError(files.length === 0 ? 'no file given' : 'one file at a time', ZSTD_IMPORT_USAGE);
+  const flags: LevelFlags = {
+    graph: level('graph-compression', o['graph-compression']),
+    commit: level('commit-compression', o['commit-compression']),
+    tree: level('tree-compression', o['tree-compression']),
+    blob: level('blob-compression', o['blob-compression']),
+    tag: level('tag-compression', o['tag-compression']),
+    compression: level('compression', o.compression),
+  };
+  const f = o.fsck as unknown;
+  let fsck: FsckMode = 'full';
+  if (f === false) fsck = 'none';
+  else if (f === 'connectivity' || f === 'full') fsck = f;
+  else if (f !== undefined && f !== true) throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, ZSTD_IMPORT_USAGE);
+  const { io } = ctx;
+  const repo = openRepository(ctx);
+  const r = await importZpack(repo, resolve(ctx.cwd, files[0]!), {
+    levels: resolveLevels(flags, repo.config),
+    autoFallback: fallbackLevel(flags, repo.config),
+    fsck,
+    onProgress: phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress })),
+    onWarning: (m) => io.err(`warning: ${m}\n`),
+  });
+  if (o.json) io.out(JSON.stringify(r, null, 2) + '\n');
+  else if (!o.quiet) io.out(`${r.alreadyPresent ? 'already present' : 'installed'}: ${r.newPack}.pack, ${r.objects} objects${r.promisor ? ' (promisor)' : ''}\n`);
+  return 0;
+}

@@ -1,0 +1,119 @@
+import { createRequire } from 'node:module';
+import { GitError } from '../errors.js';
+
+/**
+ * zstd behind a small interface, on zstd-napi (chosen by measurement: docs/decisions.md —
+ * synchronous, reusable contexts, prepared dictionaries, 1–3 µs per small object).
+ *
+ * Frames are "lean": no content size, no dictionary id, no checksum, no 4-byte magic (zstd's
+ * magicless format). The entry header already carries the size, the pack the dictionary and
+ * a CRC32 per entry, so those fields would only cost 6–9 bytes per object.
+ */
+export interface ZstdCodec {
+  readonly version: string;
+  /** Compresses `data` at `level` with dictionary number `dict` (-1: none). */
+  compress(data: Uint8Array, level: number, dict: number): Buffer;
+  /** Decompresses a lean frame that must yield exactly `size` bytes. */
+  decompress(frame: Uint8Array, size: number, dict: number): Buffer;
+}
+
+interface Binding {
+  CCtx: new () => {
+    setParameter(p: number, v: number): void;
+    loadDictionary(d: Uint8Array): void;
+    compress2(dst: Uint8Array, src: Uint8Array): number;
+  };
+  DCtx: new () => {
+    setParameter(p: number, v: number): void;
+    loadDictionary(d: Uint8Array): void;
+    decompress(dst: Uint8Array, src: Uint8Array): number;
+  };
+  CParameter: Record<string, number>;
+  compressBound(n: number): number;
+  versionString(): string;
+}
+
+/** ZSTD_c_format / ZSTD_d_format (experimental parameters) and ZSTD_f_zstd1_magicless. */
+const ZSTD_C_FORMAT = 10;
+const ZSTD_D_FORMAT = 1000;
+const MAGICLESS = 1;
+
+let binding: Binding | undefined;
+let loadError: string | undefined;
+
+function load(): Binding | undefined {
+  if (binding !== undefined || loadError !== undefined) return binding;
+  if (process.env.GIT_REPACK_TS_NO_ZSTD === '1') {
+    // as on a machine where the native build failed (tests, and users who want to check)
+    loadError = 'disabled by GIT_REPACK_TS_NO_ZSTD=1';
+    return undefined;
+  }
+  try {
+    const require = createRequire(import.meta.url);
+    binding = require('zstd-napi/binding') as Binding;
+  } catch (e) {
+    loadError = (e as Error).message.split('\n')[0];
+  }
+  return binding;
+}
+
+/** Why zstd is not available, or undefined when it is. */
+export function zstdUnavailable(): string | undefined {
+  load();
+  return binding === undefined ? `zstd is not available (the optional dependency zstd-napi did not build or load: ${loadError})` : undefined;
+}
+
+/** A codec over the given dictionaries (their index is the `dict` argument). */
+export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
+  const b = load();
+  if (b === undefined) throw new GitError('unsupported', zstdUnavailable()!);
+  const cctxs = new Map<string, InstanceType<Binding['CCtx']>>();
+  const dctxs = new Map<number, InstanceType<Binding['DCtx']>>();
+  let scratch = Buffer.allocUnsafe(1 << 16);
+  const cctx = (level: number, dict: number): InstanceType<Binding['CCtx']> => {
+    const key = `${level}/${dict}`;
+    let c = cctxs.get(key);
+    if (c === undefined) {
+      c = new b.CCtx();
+      c.setParameter(b.CParameter.compressionLevel!, level);
+      c.setParameter(b.CParameter.contentSizeFlag!, 0);
+      c.setParameter(b.CParameter.checksumFlag!, 0);
+      c.setParameter(b.CParameter.dictIDFlag!, 0);
+      c.setParameter(ZSTD_C_FORMAT, MAGICLESS);
+      if (dict >= 0) c.loadDictionary(dicts[dict]!);
+      cctxs.set(key, c);
+    }
+    return c;
+  };
+  const dctx = (dict: number): InstanceType<Binding['DCtx']> => {
+    let d = dctxs.get(dict);
+    if (d === undefined) {
+      d = new b.DCtx();
+      d.setParameter(ZSTD_D_FORMAT, MAGICLESS);
+      if (dict >= 0) d.loadDictionary(dicts[dict]!);
+      dctxs.set(dict, d);
+    }
+    return d;
+  };
+  return {
+    version: b.versionString(),
+    compress(data, level, dict) {
+      const bound = b.compressBound(data.length);
+      if (scratch.length < bound) scratch = Buffer.allocUnsafe(Math.max(bound, scratch.length * 2));
+      const n = cctx(level, dict).compress2(scratch, data);
+      return Buffer.from(scratch.subarray(0, n));
+    },
+    decompress(frame, size, dict) {
+      // One byte of room more than declared: a frame that decodes to more is caught below.
+      const room = Buffer.allocUnsafe(size + 1);
+      let n: number;
+      try {
+        n = dctx(dict).decompress(room, frame);
+      } catch (e) {
+        throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
+      }
+      if (n !== size) throw new GitError('bad-object', `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`);
+      return room.subarray(0, size);
+    },
+  };
+}

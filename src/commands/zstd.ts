@@ -1,0 +1,247 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { GitError } from '../errors.js';
+import { toHex } from '../hash/algo.js';
+import { DICT_KINDS, kindOf, trainDictionary } from '../codec/dict.js';
+import { zstdUnavailable } from '../codec/zstd.js';
+import { encodePackHeader } from '../format/pack.js';
+import type { ZpackDict } from '../format/zpack.js';
+import { proveWritten } from '../repack/prove.js';
+import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
+import type { Levels } from '../repack/levels.js';
+import { resolveChains } from '../store/chain.js';
+import { tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
+import { runGitFsck, type FsckMode } from '../store/fsck.js';
+import { acquireRepackLock } from '../store/lock.js';
+import { listLoose } from '../store/loose.js';
+import { ObjectDatabase, listPackFiles } from '../store/odb.js';
+import { Pack } from '../store/pack.js';
+import { NO_PARENT, scanPack } from '../store/pack-scan.js';
+import { buildFsckView, installPack, listPacks, viewDirName } from '../store/packdir.js';
+import type { Repository } from '../store/repo.js';
+import { verifyPack } from './verify.js';
+
+/** zstd level by default: as fast as zlib -6 to write, and smaller on every type (docs/zstd.md). */
+export const DEFAULT_ZSTD_LEVEL = 10;
+/** Samples per dictionary kind, and the bytes taken from each. */
+const SAMPLES = 8000;
+const SAMPLE_BYTES = 16 * 1024;
+
+export interface ExportOptions {
+  out: string;
+  level: number;
+  /** 0: no dictionaries. */
+  dictSize: number;
+  dictMethod: 'auto' | 'js';
+  onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+}
+
+export interface ExportResult {
+  path: string;
+  objects: number;
+  bytes: number;
+  sourceBytes: number;
+  level: number;
+  dictionaries: { kind: string; bytes: number; method: string; samples: number }[];
+  stats: RewriteStats;
+}
+
+function refsOf(repo: Repository): string {
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_DIR: repo.gitDir };
+  const r = spawnSync('git', ['for-each-ref', '--format=%(objectname) %(refname)'], { env, encoding: 'utf8', maxBuffer: 1 << 28 });
+  let out = r.status === 0 ? r.stdout : '';
+  const head = spawnSync('git', ['rev-parse', '--verify', '-q', 'HEAD'], { env, encoding: 'utf8' });
+  if (head.status === 0 && head.stdout.trim() !== '') out = `${head.stdout.trim()} HEAD\n${out}`;
+  return out;
+}
+
+/**
+ * Samples per dictionary kind: evenly spread entries of each kind (at most SAMPLES per kind),
+ * their data as stored before compression (whole objects, or delta data for deltas), at most
+ * SAMPLE_BYTES each. Headers are scanned first (cheap) so that each kind gets its own stride.
+ */
+function sampleKinds(packs: Pack[]): Buffer[][] {
+  const out: Buffer[][] = DICT_KINDS.map(() => []);
+  const kinds = packs.map((p) => {
+    const scan = scanPack(p, {
+      checkCrc: false,
+      onProblem: (pr) => {
+        throw new GitError('bad-pack', `${pr.file}: ${pr.message} at offset ${pr.offset}`, { file: pr.file, offset: pr.offset });
+      },
+    });
+    const { realType } = resolveChains(scan, p.order);
+    const kind = new Int8Array(p.count);
+    for (let j = 0; j < p.count; j++) kind[j] = realType[j] === 0 ? -1 : kindOf(realType[j]!, scan.parent[j] !== NO_PARENT);
+    return { kind, realType };
+  });
+  const count = new Array<number>(DICT_KINDS.length).fill(0);
+  for (const k of kinds) for (const v of k.kind) if (v >= 0) count[v]!++;
+  const stride = count.map((c) => Math.max(1, Math.floor(c / SAMPLES)));
+  const seen = new Array<number>(DICT_KINDS.length).fill(0);
+  packs.forEach((p, pi) => {
+    const { kind, realType } = kinds[pi]!;
+    for (let j = 0; j < p.count; j++) {
+      const k = kind[j]!;
+      if (k < 0 || seen[k]!++ % stride[k]! !== 0 || out[k]!.length >= SAMPLES) continue;
+      const data = p.inflate(p.entry(j), realType[j]!);
+      out[k]!.push(Buffer.from(data.subarray(0, SAMPLE_BYTES)));
+    }
+    p.dropCaches();
+  });
+  return out;
+}
+
+/**
+ * `git repack-ts --zstd[=<level>] -o <file>`: every object of the repository (all its packs and
+ * loose objects) into one zstd pack, with dictionaries trained on the repository's own objects.
+ * The file is written next to its final name, read back and verified whole (every object
+ * re-hashed), then renamed into place. Never inside the object directory: git must not see it.
+ */
+export async function exportZpack(repo: Repository, opts: ExportOptions): Promise<ExportResult> {
+  const why = zstdUnavailable();
+  if (why !== undefined) throw new GitError('unsupported', why);
+  const out = resolve(opts.out);
+  const rel = relative(resolve(repo.objectsDir), out);
+  if (!rel.startsWith('..') && rel !== '') throw new GitError('usage', `a zstd pack must not be written inside the object directory (${repo.objectsDir})`);
+  if (existsSync(out) && statSync(out).isDirectory()) throw new GitError('usage', `${opts.out} is a directory`);
+  const algo = repo.algo;
+  const infos = listPacks(repo.objectsDir);
+  const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
+  const tmp = join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`);
+  try {
+    const packs = infos.map((i) => Pack.open(i.base + '.pack', algo));
+    for (const p of packs) odb.addPack(p);
+    for (const alt of repo.alternates) for (const f of listPackFiles(alt)) odb.addPack(Pack.open(f, algo));
+    const dictionaries: ExportResult['dictionaries'] = [];
+    const dicts: ZpackDict[] = [];
+    if (opts.dictSize > 0) {
+      opts.onProgress?.('training dictionaries', 0, DICT_KINDS.length);
+      const samples = sampleKinds(packs);
+      samples.forEach((s, k) => {
+        const d = trainDictionary(s, opts.dictSize, opts.dictMethod);
+        if (d !== undefined) {
+          dicts.push({ kind: k, data: d.dict });
+          dictionaries.push({ kind: DICT_KINDS[k]!, bytes: d.dict.length, method: d.method, samples: s.length });
+        }
+        opts.onProgress?.('training dictionaries', k + 1, DICT_KINDS.length);
+      });
+    }
+    const loose = listLoose(repo.objectsDir, algo);
+    const promisor = infos.length > 0 && infos.every((i) => i.promisor) && loose.length === 0;
+    const { stats, written } = await rewritePartition(
+      { kind: 'normal', packs, loose, looseDir: repo.objectsDir },
+      {
+        algo,
+        levels: { 1: 0, 2: 0, 3: 0, 4: 0 },
+        odb,
+        excluded: () => false,
+        dryRun: false,
+        tmp: { pack: tmp, idx: tmp, rev: tmp },
+        writeRev: false,
+        zpack: { level: opts.level, dicts, refs: refsOf(repo), promisor },
+        onProgress: opts.onProgress,
+      },
+    );
+    if (written === undefined) throw new GitError('verify-failed', 'nothing was written');
+    // Read the whole file back: every object re-hashed through the zstd reader.
+    opts.onProgress?.('verifying', 0, 1);
+    const v = await verifyPack(tmp, tmp, algo);
+    if (!v.ok) throw new GitError('verify-failed', `the zstd pack does not verify: ${v.problems.map((p) => `${p.message} at offset ${p.offset}`).join('; ')}`);
+    opts.onProgress?.('verifying', 1, 1);
+    renameSync(tmp, out);
+    let sourceBytes = 0;
+    for (const p of packs) sourceBytes += p.size;
+    return { path: out, objects: written.count, bytes: statSync(out).size, sourceBytes, level: opts.level, dictionaries, stats };
+  } finally {
+    odb.close();
+    unlinkIfExists(tmp);
+  }
+}
+
+export interface ImportOptions {
+  levels: Levels;
+  autoFallback?: number | undefined;
+  fsck: FsckMode;
+  onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+  onWarning?: ((message: string) => void) | undefined;
+}
+
+export interface ImportResult {
+  file: string;
+  objects: number;
+  newPack: string;
+  promisor: boolean;
+  alreadyPresent: boolean;
+  stats: RewriteStats;
+}
+
+/**
+ * `git repack-ts zstd-import <file>`: a zstd pack back into a normal pack of the repository, at
+ * the repository's levels, every delta kept. The same path as the rewrite: temporary files,
+ * proof that every object of the file is in the new pack, git fsck of the result, then `.pack`,
+ * `.rev`, `.promisor`, `.idx`. Nothing is removed.
+ */
+export async function importZpack(repo: Repository, file: string, opts: ImportOptions): Promise<ImportResult> {
+  const algo = repo.algo;
+  const z = Pack.open(file, algo);
+  if (!z.isZpack) {
+    z.close();
+    throw new GitError('usage', `${file} is not a zstd pack`);
+  }
+  const why = zstdUnavailable();
+  if (why !== undefined) {
+    z.close();
+    throw new GitError('unsupported', why);
+  }
+  const packDir = join(repo.objectsDir, 'pack');
+  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir);
+  const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
+  const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
+  const promisorTmp = tmpPath(packDir, 'promisor');
+  let viewDir: string | undefined;
+  try {
+    odb.addPack(z);
+    const { stats, written } = await rewritePartition(
+      { kind: z.zpack!.promisor ? 'promisor' : 'normal', packs: [z], loose: [], looseDir: repo.objectsDir },
+      {
+        algo,
+        levels: opts.levels,
+        autoFallback: opts.autoFallback,
+        odb,
+        excluded: () => false,
+        dryRun: false,
+        tmp,
+        writeRev: repo.config.getBool('pack.writeReverseIndex') ?? false,
+        onProgress: opts.onProgress,
+      },
+    );
+    if (written === undefined || written.count === 0) throw new GitError('usage', `${file} holds no objects`);
+    const np = Pack.open(written.packPath, algo, written.idxPath);
+    try {
+      proveWritten(np, { header: encodePackHeader(written.count), checksum: written.checksum }, [z], [], () => false, opts.onProgress);
+    } finally {
+      np.close();
+    }
+    const hex = toHex(written.checksum);
+    const promisor = z.zpack!.promisor;
+    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o644);
+    const exists = existsSync(join(packDir, `pack-${hex}.idx`));
+    if (!exists && opts.fsck !== 'none') {
+      viewDir = viewDirName(repo.objectsDir);
+      buildFsckView(repo.objectsDir, viewDir, [
+        { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
+        ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
+      ]);
+      const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: promisor });
+      if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
+    }
+    if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined });
+    return { file, objects: written.count, newPack: `pack-${hex}`, promisor, alreadyPresent: exists, stats };
+  } finally {
+    odb.close();
+    for (const f of [tmp.pack, tmp.idx, tmp.rev, promisorTmp]) unlinkIfExists(f);
+    if (viewDir !== undefined) rmSync(viewDir, { recursive: true, force: true });
+    lock.release();
+  }
+}

@@ -1,0 +1,141 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { FIXTURES, fixturePath, type FixtureName } from './fixtures/index.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { fsckStrict, gitOk, listPacks, objectSet } from './helpers/git.js';
+import { tool, toolOk } from './helpers/tool.js';
+
+function tmpDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'rts-zstd-'));
+}
+
+function snapshot(repo: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const f of fs.readdirSync(d).sort()) {
+      const p = path.join(d, f);
+      if (fs.statSync(p).isDirectory()) walk(p);
+      else out.push(`${path.relative(repo, p)} ${fs.readFileSync(p).toString('base64')}`);
+    }
+  };
+  walk(repo);
+  return out;
+}
+
+describe('zstd packs: written outside the repository, read by our reader, back to a pack git accepts', () => {
+  for (const name of ['basic', 'multi-pack', 'sha256', 'promisor', 'big-blob'] as FixtureName[]) {
+    it(`${name}: export, verify, walk, import into an empty repository`, () => {
+      const src = fixturePath(name);
+      const dir = tmpDir();
+      try {
+        const file = path.join(dir, 'x.zpack');
+        const before = snapshot(src);
+        const out = JSON.parse(toolOk(['--zstd=3', '-o', file, '--json', '--dict-trainer=js'], { cwd: src }));
+        expect(snapshot(src)).toEqual(before); // the repository is untouched
+        expect(out.objects).toBe(objectSet(src).length);
+        const head = fs.readFileSync(file).subarray(0, 4);
+        expect(head.toString('latin1')).not.toBe('PACK');
+        expect(head.equals(Buffer.from([0x89, 0x5a, 0x50, 0x4b]))).toBe(true);
+        // our verify reads it: every object re-hashed
+        const v = tool(['verify', '-v', file], { cwd: src });
+        expect(v.stderr).toBe('');
+        expect(v.status).toBe(0);
+        expect(v.stdout).toContain(`${file}: ok`);
+        // the walk from its own refs finds what git's rev-list finds
+        const walk = JSON.parse(toolOk(['walk', '--json', file], { cwd: src }));
+        const revs = gitOk(['rev-list', '--objects', '--all', '--missing=allow-any'], { cwd: src }).split('\n').filter(Boolean).length;
+        const present = gitOk(['rev-list', '--objects', '--all', '--missing=print'], { cwd: src }).split('\n').filter((l) => l.startsWith('?')).length;
+        expect(walk.commits + walk.trees + walk.blobs + walk.tags).toBe(revs);
+        expect(walk.missing).toBe(present);
+        // and back: a fresh repository gets exactly the same objects, in a pack git accepts
+        const target = path.join(dir, 'target');
+        gitOk(['init', '-q', '--bare', ...(FIXTURES[name].objectFormat === 'sha256' ? ['--object-format=sha256'] : []), target], { cwd: dir });
+        const imp = JSON.parse(toolOk(['zstd-import', '--json', file], { cwd: target }));
+        expect(imp.promisor).toBe(FIXTURES[name].promisor);
+        expect(objectSet(target)).toEqual(objectSet(src));
+        for (const p of listPacks(target)) gitOk(['verify-pack', p.replace(/\.pack$/, '.idx')], { cwd: target });
+        expect(fs.readdirSync(path.join(target, 'objects/pack')).every((f) => !f.includes('zpack'))).toBe(true);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
+
+  it('importing into the repository it came from adds nothing new and passes fsck --strict', () => {
+    const repo = useFixtureCopy('basic');
+    const dir = tmpDir();
+    try {
+      const file = path.join(dir, 'b.zpack');
+      toolOk(['-q', '--zstd', '-o', file, '--dict-trainer=js'], { cwd: repo });
+      const before = objectSet(repo);
+      toolOk(['zstd-import', '-q', file], { cwd: repo });
+      expect(objectSet(repo)).toEqual(before);
+      expect(fsckStrict(repo).status).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('dictionaries make the zstd pack smaller than without them', () => {
+    const src = fixturePath('multi-pack');
+    const dir = tmpDir();
+    try {
+      const a = JSON.parse(toolOk(['--zstd=3', '-o', path.join(dir, 'a.zpack'), '--json', '--no-dict'], { cwd: src }));
+      const b = JSON.parse(toolOk(['--zstd=3', '-o', path.join(dir, 'b.zpack'), '--json', '--dict-trainer=js'], { cwd: src }));
+      expect(a.dictionaries).toEqual([]);
+      expect(b.dictionaries.length).toBeGreaterThan(0);
+      expect(b.bytes).toBeLessThan(a.bytes);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('is never written into the object directory', () => {
+    const repo = useFixtureCopy('basic');
+    const r = tool(['--zstd', '-o', '.git/objects/pack/x.zpack'], { cwd: repo });
+    expect(r.status).toBe(129);
+    expect(r.stderr).toMatch(/must not be written inside the object directory/);
+    expect(fs.existsSync(path.join(repo, '.git/objects/pack/x.zpack'))).toBe(false);
+  });
+
+  it('a damaged zstd pack: verify names the offset, import refuses and changes nothing', () => {
+    const src = fixturePath('basic');
+    const dir = tmpDir();
+    try {
+      const file = path.join(dir, 'd.zpack');
+      toolOk(['-q', '--zstd', '-o', file, '--dict-trainer=js'], { cwd: src });
+      const ok = tool(['verify', '-v', file], { cwd: src }).stdout;
+      // the largest object entry that is a zstd frame: flip a byte in the middle of it
+      const rows = ok.split('\n').map((l) => /^[0-9a-f]+ \w+ +(\d+) (\d+) (\d+)/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+      const victim = rows.map((m) => ({ size: Number(m[1]), inPack: Number(m[2]), offset: Number(m[3]) })).filter((e) => e.inPack < e.size).sort((a, b) => b.inPack - a.inPack)[0]!;
+      const bytes = fs.readFileSync(file);
+      bytes[victim.offset + Math.floor(victim.inPack / 2)]! ^= 0x55;
+      fs.chmodSync(file, 0o644);
+      fs.writeFileSync(file, bytes);
+      const v = tool(['verify', file], { cwd: src });
+      expect(v.status).toBe(1);
+      expect(v.stderr).toContain(`at offset ${victim.offset}`);
+      const target = path.join(dir, 't');
+      gitOk(['init', '-q', '--bare', target], { cwd: dir });
+      const before = snapshot(target);
+      const r = tool(['zstd-import', file], { cwd: target });
+      expect(r.status).toBe(128);
+      expect(r.stderr).toMatch(/^fatal: .*d\.zpack.* at offset \d+\n$/);
+      expect(snapshot(target)).toEqual(before);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('without the native zstd build: a clear message, and everything else works', () => {
+    const repo = useFixtureCopy('basic');
+    const env = { GIT_REPACK_TS_NO_ZSTD: '1' };
+    const r = tool(['--zstd', '-o', path.join(os.tmpdir(), 'never.zpack')], { cwd: repo, env });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(/^fatal: zstd is not available \(the optional dependency zstd-napi did not build or load/);
+    expect(tool(['-q', '--graph-compression=0'], { cwd: repo, env }).status).toBe(0);
+    expect(tool(['verify'], { cwd: repo, env }).status).toBe(0);
+  });
+});
