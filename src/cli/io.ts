@@ -1,4 +1,5 @@
 import { GitError } from '../errors.js';
+import { armFaults } from '../store/files.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
@@ -10,6 +11,8 @@ export interface Io {
 }
 
 export function processIo(): Io {
+  // The reliability harness's fault injection (docs/reliability.md); inert when unset.
+  armFaults(process.env.GIT_REPACK_TS_FAULT, process.env.GIT_REPACK_TS_FAULT_TRACE);
   return {
     out: (t) => void process.stdout.write(t),
     err: (t) => void process.stderr.write(t),

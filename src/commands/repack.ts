@@ -9,11 +9,13 @@ import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, cleanLeftovers, installPack, listPacks, midxFiles, removeLoose, removePack, viewDirName, type PackInfo } from '../store/packdir.js';
 import { fault, fsyncDir, renameInto, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
-import { runGitFsck, type FsckMode } from '../store/fsck.js';
+import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import { proveWritten } from '../repack/prove.js';
+import { encodePackHeader } from '../format/pack.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
+import { verifyPack } from './verify.js';
 
 export interface RepackOptions {
   levels: Levels;
@@ -142,6 +144,52 @@ function recoverJournal(repo: Repository, warn: (m: string) => void): string[] {
   }
   unlinkIfExists(path);
   return done;
+}
+
+/**
+ * Where the objects git fsck complains about came from (a damaged source pack, say, whose entries
+ * were copied byte for byte under a CRC that matched): the file and offset of each, for the message.
+ */
+function whereFrom(output: string, packs: Pack[], objectsDir: string, len: number): { text: string; suspects: Set<Pack> } {
+  const ids = [...new Set(output.match(new RegExp(`\\b[0-9a-f]{${len * 2}}\\b`, 'g')) ?? [])].slice(0, 20);
+  const lines: string[] = [];
+  const suspects = new Set<Pack>();
+  for (const hex of ids) {
+    const id = Buffer.from(hex, 'hex');
+    for (const p of packs) {
+      const off = p.findOffset(id);
+      if (off < 0) continue;
+      lines.push(`${p.packPath}: object ${hex} at offset ${off}`);
+      suspects.add(p);
+    }
+    const loose = loosePath(objectsDir, id);
+    if (existsSync(loose)) lines.push(`${loose}: loose object ${hex} at offset 0`);
+  }
+  return { text: lines.length > 0 ? `\nThe objects it names come from:\n${lines.slice(0, 10).join('\n')}` : '', suspects };
+}
+
+/** Verifying more than this of old packs for an error message would take too long. */
+const VERIFY_FOR_MESSAGE_BYTES = 256 << 20;
+
+/**
+ * What `verify` finds in the old packs, for the message of a failed fsck: the packs holding the
+ * objects git named, or, when it named none (it may die on a hostile size), every old pack if
+ * they are small enough. At most ten lines.
+ */
+async function verifySources(sources: Pack[], suspects: Set<Pack>, algo: Repository['algo']): Promise<string> {
+  let packs = sources.filter((p) => suspects.has(p));
+  if (packs.length === 0 && sources.reduce((n, p) => n + p.size, 0) <= VERIFY_FOR_MESSAGE_BYTES) packs = sources;
+  const lines: string[] = [];
+  for (const p of packs) {
+    try {
+      const r = await verifyPack(p.packPath, p.idxPath, algo);
+      for (const pr of r.problems.slice(0, 5)) lines.push(`${pr.file}: ${pr.message} at offset ${pr.offset}`);
+    } catch (e) {
+      lines.push(`${p.packPath}: ${(e as Error).message}`);
+    }
+    if (lines.length >= 10) break;
+  }
+  return lines.length > 0 ? `\nverify of the old packs:\n${lines.slice(0, 10).join('\n')}` : '';
 }
 
 /** Runs cleanup that must not hide the error being reported. */
@@ -286,7 +334,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       for (const p of opened.values()) p.dropCaches();
       const np = Pack.open(x.w.packPath, algo, x.w.idxPath);
       try {
-        proveWritten(np, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
+        proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
       } finally {
         np.close();
       }
@@ -299,7 +347,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         }
         x.promisorTmp = tmpPath(packDir, 'promisor');
         tmpFiles.push(x.promisorTmp);
-        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o644);
+        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o600); // as git's index-pack writes it (`odb_pack_keep`)
       }
     }
 
@@ -320,6 +368,13 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       // they arrived, yet refs may already name them: when the objects changed while fsck ran,
       // build the view again and look once more.
       const objectsNow = (): string => `${listPacks(repo.objectsDir).map((p) => p.name).join(',')}|${listLoose(repo.objectsDir, algo).length}`;
+      // Ids we listed at the start (in any pack, or loose): a complaint about one is never benign.
+      const looseHex = new Set(looseIds.map((id) => toHex(id)));
+      const listed = (hex: string): boolean => {
+        if (looseHex.has(hex)) return true;
+        const id = Buffer.from(hex, 'hex');
+        return [...opened.values()].some((p) => p.findOffset(id) >= 0);
+      };
       for (let attempt = 1; ; attempt++) {
         const before = objectsNow();
         viewDir = viewDirName(repo.objectsDir);
@@ -336,7 +391,16 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         viewDir = undefined;
         if (f.ok) break;
         if (attempt < 3 && objectsNow() !== before) continue;
-        throw new GitError('verify-failed', `git fsck found problems in the rewritten repository; nothing was changed:\n${f.output}`);
+        if (onlyObjectsWrittenMeanwhile(f.output, algo.len * 2, listed, repo.gitDir, process.env)) break;
+        // Entries are copied under their CRC32 without being inflated: damage that the CRC
+        // covers (a delta that cannot apply, a wrong declared size) reaches git fsck. Name its
+        // source: the objects git names, and what our verify finds in the old packs.
+        const sources = [...removing].map((b) => opened.get(b)).filter((p): p is Pack => p !== undefined);
+        const where = whereFrom(f.output, [...opened.values()], repo.objectsDir, algo.len);
+        throw new GitError(
+          'verify-failed',
+          `git fsck found problems in the rewritten repository; nothing was changed.${where.text}${await verifySources(sources, where.suspects, algo)}\ngit fsck said:\n${f.output}`,
+        );
       }
       onProgress('checking with git fsck', 1, 1);
     }
@@ -365,7 +429,20 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     }
     step = 'removing the old packs';
     state = 'the new pack is installed and holds every object; the next run finishes the removal';
+    // Another git (a gc, a `git repack -A -d`, which do not take our lock) may remove the new
+    // pack meanwhile; the old files may then hold the only copies (git's -A loosens unreachable
+    // objects only when they are not loose already). So each removal first checks that every
+    // new pack is still there, as git's prune-packed checks the pack before each loose object.
+    const newPacksThere = (what: string): void => {
+      for (const x of written) {
+        const b = join(packDir, x.final);
+        if (existsSync(b + '.idx') && existsSync(b + '.pack')) continue;
+        state = 'the old files that remain are left in place';
+        throw new GitError('verify-failed', `the new pack ${b}.pack vanished before the ${what} were removed (is another git gc or git repack running?); ${state}`, { file: b + '.pack' });
+      }
+    };
     fault('phase:remove');
+    newPacksThere('old packs');
     // A multi-pack-index naming a pack we remove must go first (git's `remove_redundant_pack`).
     if (journal.midx.rewrite) {
       unlinkIfExists(mf.midx!);
@@ -374,6 +451,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     }
     for (const p of opened.values()) p.close();
     for (const b of removing) {
+      newPacksThere('old packs');
       removePack(b);
       result.removedPacks.push(basename(b));
     }
@@ -381,14 +459,19 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     step = 'removing the packed loose objects';
     fault('phase:loose');
     const looseFiles = written.flatMap((x) => x.loose.map((id) => loosePath(repo.objectsDir, id)));
-    result.removedLoose = removeLoose(repo.objectsDir, looseFiles);
+    result.removedLoose = removeLoose(repo.objectsDir, looseFiles, () => newPacksThere('loose objects'));
     fault('phase:midx');
     if (journal.midx.rewrite) result.midx = rewriteMidx(repo, journal.midx.bitmap, warn) ? 'rewritten' : 'removed';
     fault('phase:done');
     unlinkIfExists(journalPath);
     return result;
   } catch (e) {
-    if (isSystemError(e)) throw new GitError('io', `${step}: ${e.message}; ${state}`, { file: e.path, cause: e });
+    if (isSystemError(e)) {
+      // A file of the repository (not one of ours) that is gone: someone else is removing files.
+      const vanished = e.code === 'ENOENT' && e.path !== undefined && e.path.startsWith(repo.objectsDir) && !basename(e.path).startsWith('tmp_');
+      const why = vanished ? ' (it vanished while we were reading it: is another git gc or git repack running?)' : '';
+      throw new GitError('io', `${step}: ${e.message}${why}; ${state}`, { file: e.path, cause: e });
+    }
     throw e;
   } finally {
     bestEffort(() => odb.close());

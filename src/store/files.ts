@@ -1,9 +1,75 @@
-import { closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
 /** Marks our temporary files (`tmp_pack_rts<pid>_<rand>`): git gc treats `tmp_*` as garbage too. */
 export const TMP_TAG = 'rts';
+
+/**
+ * Fault injection for the reliability harness (docs/reliability.md). `GIT_REPACK_TS_FAULT` is a
+ * comma-separated list of `<point>[:<n>[:<action>]]`: at the n-th (default 1st) time a point whose
+ * name matches is reached, the process kills itself (`kill`, the default: SIGKILL), stops itself
+ * (`stop`: SIGSTOP, for a test to act and then SIGCONT it), or fails as the system call would
+ * (`enospc`, `eio`, `erofs`, `eacces`). `<point>` is a name (`rename`, `unlink`, `fsync`, `write`,
+ * `phase:fsck`, …), a prefix ending in `*`, or `*` for any point. `GIT_REPACK_TS_FAULT_TRACE=<file>`
+ * appends every point reached to a file. Armed only by the CLI; one comparison when unarmed.
+ */
+interface FaultRule {
+  match: (point: string) => boolean;
+  n: number;
+  action: string;
+  seen: number;
+}
+
+let faultRules: FaultRule[] | undefined;
+let faultTrace: string | undefined;
+
+const ERRNO: Record<string, { errno: number; text: string }> = {
+  enospc: { errno: -28, text: 'no space left on device' },
+  eio: { errno: -5, text: 'i/o error' },
+  erofs: { errno: -30, text: 'read-only file system' },
+  eacces: { errno: -13, text: 'permission denied' },
+};
+
+export function armFaults(spec: string | undefined, trace: string | undefined): void {
+  faultTrace = trace || undefined;
+  faultRules = undefined;
+  if (!spec && !faultTrace) return;
+  faultRules = [];
+  for (const part of (spec ?? '').split(',')) {
+    if (part === '') continue;
+    // Parsed from the right: the point name may itself contain a colon (`phase:fsck:2:stop`).
+    const bits = part.split(':');
+    const last = bits[bits.length - 1]!;
+    const action = bits.length > 1 && (last === 'kill' || last === 'stop' || Object.hasOwn(ERRNO, last)) ? bits.pop()! : 'kill';
+    const n = bits.length > 1 && /^\d+$/.test(bits[bits.length - 1]!) ? Number(bits.pop()) : 1;
+    const point = bits.join(':');
+    const match = point === '*' ? () => true : point.endsWith('*') ? (p: string) => p.startsWith(point.slice(0, -1)) : (p: string) => p === point;
+    faultRules.push({ match, n: Math.max(1, n), action, seen: 0 });
+  }
+}
+
+/** A named point where the harness may kill, stop or fail the process (see `armFaults`). */
+export function fault(point: string, detail = ''): void {
+  if (faultRules === undefined) return;
+  if (faultTrace !== undefined) appendFileSync(faultTrace, `${point} ${detail}\n`);
+  for (const r of faultRules) {
+    if (!r.match(point) || ++r.seen !== r.n) continue;
+    if (r.action === 'kill') process.kill(process.pid, 'SIGKILL');
+    else if (r.action === 'stop') process.kill(process.pid, 'SIGSTOP');
+    else {
+      const e = Object.hasOwn(ERRNO, r.action) ? ERRNO[r.action] : undefined;
+      if (e === undefined) continue;
+      const syscall = /^(write|fsync|rename|unlink|link|mkdir)/.exec(point)?.[1] ?? 'open';
+      const err = new Error(`${r.action.toUpperCase()}: ${e.text}, ${syscall}${detail ? ` '${detail}'` : ''}`) as NodeJS.ErrnoException;
+      err.code = r.action.toUpperCase();
+      err.errno = e.errno;
+      err.syscall = syscall;
+      if (detail) err.path = detail;
+      throw err;
+    }
+  }
+}
 
 export function tmpPath(packDir: string, kind: string): string {
   return join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`);
@@ -17,10 +83,13 @@ export function tmpOwner(name: string): number | undefined {
 
 /** Writes a complete file that nobody else can see yet: exclusive create, write, fsync, close. */
 export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): void {
+  fault('create', path);
   const fd = openSync(path, 'wx', mode);
   try {
+    fault('write', path);
     let done = 0;
     while (done < data.length) done += writeSync(fd, data, done, data.length - done);
+    fault('fsync', path);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
@@ -29,6 +98,7 @@ export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): 
 
 /** fsync a directory so that renames and unlinks in it are durable. */
 export function fsyncDir(dir: string): void {
+  fault('fsync-dir', dir);
   let fd: number;
   try {
     fd = openSync(dir, 'r');
@@ -45,6 +115,7 @@ export function fsyncDir(dir: string): void {
 }
 
 export function unlinkIfExists(path: string): boolean {
+  fault('unlink', path);
   try {
     unlinkSync(path);
     return true;
@@ -55,6 +126,7 @@ export function unlinkIfExists(path: string): boolean {
 }
 
 export function renameInto(from: string, to: string): void {
+  fault('rename', to);
   renameSync(from, to);
 }
 

@@ -1,8 +1,8 @@
-import { closeSync, openSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
-import { pidAlive } from './files.js';
+import { fault, pidAlive, tmpPath, unlinkIfExists } from './files.js';
 
 const MARK = 'git-repack-ts';
 /** git gc's rule: a gc.pid older than 12 hours is stale. */
@@ -36,6 +36,31 @@ function checkGcPid(commonDir: string): void {
 }
 
 /**
+ * Creates `path` holding `text`, atomically: the text goes to a temporary file that is then
+ * hard-linked into place (link fails with EEXIST like an exclusive create). A run killed midway
+ * never leaves an empty lock, which could not be told apart from git maintenance's own (empty)
+ * lock and would block every later run. Where hard links are refused, an exclusive create.
+ */
+function createWithContent(path: string, text: string, dir: string): void {
+  const tmp = tmpPath(dir, 'lock');
+  try {
+    writeFileSync(tmp, text, { flag: 'wx', mode: 0o644 });
+    linkSync(tmp, path);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV') throw e;
+    const fd = openSync(path, 'wx', 0o644);
+    try {
+      writeSync(fd, text);
+    } finally {
+      closeSync(fd);
+    }
+  } finally {
+    unlinkIfExists(tmp);
+  }
+}
+
+/**
  * Takes `objects/maintenance.lock`, the lock `git maintenance` takes, so neither runs while the
  * other rewrites packs. Our lock names us; one left by a killed run of ours (dead pid on this
  * host) is taken over, anything else is refused.
@@ -43,10 +68,10 @@ function checkGcPid(commonDir: string): void {
 export function acquireRepackLock(commonDir: string, objectsDir: string): RepoLock {
   checkGcPid(commonDir);
   const path = join(objectsDir, 'maintenance.lock');
+  const text = `${MARK} ${process.pid} ${hostname()}\n`;
   for (let attempt = 0; attempt < 2; attempt++) {
-    let fd: number;
     try {
-      fd = openSync(path, 'wx', 0o644);
+      createWithContent(path, text, objectsDir);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
         throw new GitError('io', `unable to create '${path}': ${(e as Error).message}`, { file: path });
@@ -68,12 +93,7 @@ export function acquireRepackLock(commonDir: string, objectsDir: string): RepoLo
         { file: path },
       );
     }
-    try {
-      const text = `${MARK} ${process.pid} ${hostname()}\n`;
-      writeSync(fd, text);
-    } finally {
-      closeSync(fd);
-    }
+    fault('phase:locked', path);
     let released = false;
     return {
       path,

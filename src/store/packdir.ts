@@ -73,8 +73,10 @@ export function installPack(packDir: string, hex: string, tmp: { pack: string; i
  * Removes a pack and what belongs to it, `.idx` first so that git stops seeing the pack before
  * its data goes (git's `unlink_pack_path`). `.keep` is never ours to remove.
  */
-export function removePack(base: string): void {
-  for (const ext of ['.idx', '.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) unlinkIfExists(base + ext);
+export function removePack(base: string): boolean {
+  let any = false;
+  for (const ext of ['.idx', '.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) if (unlinkIfExists(base + ext)) any = true;
+  return any;
 }
 
 /** The multi-pack-index and the files that belong to it. */
@@ -133,7 +135,8 @@ export function linkOrCopy(from: string, to: string): void {
 /**
  * An object directory that shows exactly the state the repository will have after the rewrite
  * (new packs, packs that stay, current loose objects, alternates, commit-graph), built from links
- * so that `git fsck` can check that state before anything is removed.
+ * so that `git fsck` can check that state before anything is removed. Removing it (rmSync,
+ * recursive) removes the symlinks, never what they point to.
  */
 export function buildFsckView(objectsDir: string, viewDir: string, packs: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined; base: string }[]): void {
   mkdirSync(join(viewDir, 'pack'), { recursive: true });
@@ -145,8 +148,17 @@ export function buildFsckView(objectsDir: string, viewDir: string, packs: { pack
     if (p.promisor) linkOrCopy(p.promisor, to + '.promisor');
     linkOrCopy(p.idx, to + '.idx');
   }
+  // Loose objects stay where they are: each fan-out directory of the view is a symlink to the
+  // repository's own (all 256, existing or not), so that objects git writes while fsck runs (a
+  // commit whose ref fsck then reads) are seen. Without symlinks, a link per file.
   for (let b = 0; b < 256; b++) {
     const d = b.toString(16).padStart(2, '0');
+    try {
+      symlinkSync(join(objectsDir, d), join(viewDir, d), 'dir');
+      continue;
+    } catch {
+      // no symlinks here
+    }
     const names = safeList(join(objectsDir, d));
     if (names.length === 0) continue;
     mkdirSync(join(viewDir, d), { recursive: true });
@@ -178,11 +190,15 @@ export function viewDirName(objectsDir: string): string {
   return join(objectsDir, `tmp_view_${TMP_TAG}${process.pid}_${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')}`);
 }
 
-/** Removes loose object files that are now packed, then empty fan-out directories (like `prune-packed`). */
-export function removeLoose(objectsDir: string, files: string[]): number {
+/**
+ * Removes loose object files that are now packed, then empty fan-out directories (like
+ * `prune-packed`); `beforeEach` may throw to stop (the pack holding them vanished).
+ */
+export function removeLoose(objectsDir: string, files: string[], beforeEach?: () => void): number {
   let n = 0;
   const dirs = new Set<string>();
   for (const f of files) {
+    beforeEach?.();
     if (unlinkIfExists(f)) n++;
     dirs.add(join(f, '..'));
   }
