@@ -31,6 +31,7 @@ const COMMANDS: Record<string, () => Promise<Runner>> = {
   inspect: async () => (await import('./inspect.js')).runInspect,
   'zstd-import': async () => (await import('./zstd-import.js')).runZstdImport,
   walk: async () => (await import('./walk.js')).runWalk,
+  bench: async () => (await import('./bench.js')).runBench,
 };
 
 function version(): string {

@@ -1,0 +1,119 @@
+import type { BenchResult, Cell, ScenarioResult } from '../commands/bench.js';
+import { CACHE_VARIANTS } from './base-cache.js';
+
+export function mib(bytes: number): string {
+  return `${(bytes / 1048576).toFixed(1)} MiB`;
+}
+
+export function seconds(s: number): string {
+  if (!Number.isFinite(s)) return '–';
+  if (s >= 10) return `${s.toFixed(1)} s`;
+  if (s >= 1) return `${s.toFixed(2)} s`;
+  return `${s.toFixed(3)} s`;
+}
+
+/** A signed percentage with a real minus sign, like the seed's tables. */
+export function pct(ratio: number): string {
+  const v = Math.round(ratio * 100);
+  if (v === 0) return '0%';
+  return `${v > 0 ? '+' : '−'}${Math.abs(v)}%`;
+}
+
+function cellText(c: Cell | undefined, isNone: boolean): string {
+  if (c === undefined) return '–';
+  return isNone ? seconds(c.median) : `${seconds(c.median)} (${pct(c.vsNone)})`;
+}
+
+function sizeText(s: ScenarioResult, none: ScenarioResult): string {
+  if (s === none) return mib(s.packBytes);
+  return `${mib(s.packBytes)} (${pct(s.packBytes / none.packBytes - 1)})`;
+}
+
+function table(r: BenchResult, pick: (s: ScenarioResult) => Record<string, Cell>, withSize: boolean): string[] {
+  const none = r.scenarios[0]!;
+  const head = ['scenario', ...(withSize ? ['size'] : []), ...r.commands.map((c) => c.label)];
+  const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
+  for (const s of r.scenarios) {
+    const row = [s.name, ...(withSize ? [sizeText(s, none)] : []), ...r.commands.map((c) => cellText(pick(s)[c.id], s === none))];
+    lines.push(`| ${row.join(' | ')} |`);
+  }
+  return lines;
+}
+
+/** The seed's table and what is needed to read it, as text (Markdown tables). */
+export function formatReport(r: BenchResult): string {
+  const out: string[] = [];
+  out.push(`git repack-ts bench: ${r.repository}`);
+  out.push(`git ${r.gitVersion}; ${r.objects} objects${r.promisor ? ' (partial clone: promisor packs, missing objects allowed)' : ''}; median of ${r.runs} run${r.runs === 1 ? '' : 's'}, scenarios interleaved in every round`);
+  const legend = r.commands.filter((c) => !c.commitGraph).map((c) => `${c.label} = git ${c.args.join(' ')}`);
+  out.push(`${legend.join('; ')}; +cg = with a commit-graph (written untimed), otherwise -c core.commitGraph=false`);
+  out.push('size = the .pack files; % = against none, in the same round (median over rounds)');
+  const batched = r.commands.filter((c) => c.repeat > 1);
+  if (batched.length > 0) out.push(`short commands run back to back as one timed run (time per invocation shown): ${batched.map((c) => `${c.label} ×${c.repeat}`).join(', ')}`);
+  out.push('');
+  out.push(r.clock === 'cpu' ? "warm page cache, git's user+system CPU time:" : 'warm page cache, wall-clock time:');
+  out.push(...table(r, (s) => s.warm, true));
+  out.push('');
+  if (r.cold.available) {
+    const host = r.cold.rereadMBps !== undefined ? `; evicted files re-read at ${Math.round(r.cold.rereadMBps)} MB/s` : '';
+    out.push(`cold page cache, wall-clock time (the copy's files evicted before every run with ${r.cold.reason}${host}; on a virtual machine the host may still cache the disk, so this is "not in this kernel's page cache", not "read from the device"):`);
+    out.push(...table(r, (s) => s.cold, false));
+  } else if (r.cold.requested) {
+    out.push(`cold page cache: unavailable (${r.cold.reason})`);
+  }
+  out.push('');
+  for (const s of r.scenarios) {
+    const stable = s.rerunReencodes === undefined ? '' : s.rerunReencodes === 0 ? '; stable: a second rewrite re-encodes nothing' : `; UNSTABLE: a second rewrite would re-encode ${s.rerunReencodes} entries`;
+    const re = s.reencoded;
+    out.push(`${s.name}: ${s.description}; rewrite re-encoded ${re.commit} commits, ${re.tree} trees, ${re.blob} blobs, ${re.tag} tags in ${s.setupSeconds.toFixed(1)} s (with the commit-graph)${stable}`);
+  }
+  const spreads = r.scenarios.flatMap((s) => Object.entries(s.warm).map(([id, c]) => ({ id, s: s.name, v: c.spread })));
+  if (r.runs > 1 && spreads.length > 0) {
+    const sorted = [...spreads].sort((a, b) => a.v - b.v);
+    const worst = sorted[sorted.length - 1]!;
+    out.push(`run-to-run spread (max−min)/median, warm: median ${pct(sorted[sorted.length >> 1]!.v).replace('+', '')}, worst ${pct(worst.v).replace('+', '')} (${worst.id}, ${worst.s})`);
+  }
+  if (r.reader) out.push('', ...formatReader(r));
+  return out.join('\n') + '\n';
+}
+
+function formatReader(r: BenchResult): string[] {
+  const out: string[] = [];
+  const rd = r.reader!;
+  if (rd.lookup) {
+    const l = rd.lookup;
+    out.push(`object lookup: ${l.ids} ids of ${l.idx}, ${l.ids} look-ups in shuffled order (half misses), median of ${l.rounds} rounds, CPU time`);
+    out.push('| structure | build ms | lookups ms | ns/lookup | vs ours |', '|---|---|---|---|---|');
+    for (const x of l.rows) out.push(`| ${x.structure} | ${x.buildMs.toFixed(0)} | ${x.lookupMs.toFixed(0)} | ${x.nsPerLookup.toFixed(0)} | ${x.vsOurs.toFixed(2)}× |`);
+    out.push('');
+  }
+  if (rd.cache) {
+    const c = rd.cache;
+    out.push(`delta base cache: our reader walking the newest ${c.commits} commits from HEAD; cap ${mib(c.maxBytes)} and the entry count below; best of ${c.rounds}; CPU seconds of our process (hit rate of the cache)`);
+    for (const w of ['log-raw', 'log-S'] as const) {
+      const rows = c.rows.filter((x) => x.workload === w);
+      if (rows.length === 0) continue;
+      const first = rows[0]!.walk;
+      out.push(`${w}: ${first.commits} commits, ${first.trees} tree reads${w === 'log-S' ? `, ${first.blobs} blob reads (${first.missing} missing)` : ''}`);
+      out.push(`| entries | ${CACHE_VARIANTS.join(' | ')} |`, `|---|${CACHE_VARIANTS.map(() => '---').join('|')}|`);
+      const caps = [...new Set(rows.map((x) => x.maxEntries))];
+      for (const cap of caps) {
+        const cells = CACHE_VARIANTS.map((v) => {
+          const x = rows.find((y) => y.maxEntries === cap && y.variant === v);
+          return x === undefined ? '–' : `${seconds(x.seconds)} (${(x.hitRate * 100).toFixed(0)}%)`;
+        });
+        out.push(`| ${cap} | ${cells.join(' | ')} |`);
+      }
+      out.push('');
+    }
+  }
+  if (rd.zstd) {
+    const z = rd.zstd;
+    if (!z.available) out.push(`zstd vs zlib: ${z.reason}`);
+    else
+      out.push(
+        `zstd vs zlib (${z.reader}, median of ${z.rounds}): every one of ${z.objects} objects read in ${seconds(z.zstdSeconds)} from a zstd pack (level 10, dictionaries; ${(z.zstdBytes / 1048576).toFixed(1)} MiB), ${seconds(z.zlibSeconds)} from the zlib packs (${(z.zlibBytes / 1048576).toFixed(1)} MiB): time ${pct(z.zstdSeconds / z.zlibSeconds - 1)}, size ${pct(z.zstdBytes / z.zlibBytes - 1)}`,
+      );
+  }
+  return out;
+}

@@ -1,0 +1,72 @@
+import { GitError } from '../errors.js';
+import { DEFAULT_AUTO_RULE, type AutoRule } from '../repack/auto.js';
+import type { Levels } from '../repack/levels.js';
+
+/**
+ * One pack layout to benchmark, built from the repository by our rewriter. The seed's four
+ * (`none`, `commit`, `tree`, `both`: which types are stored at zlib level 0, everything else at
+ * zlib's default), and `auto` (commits and trees under the `auto` rule). `auto:<bytes>[:<ratio>]`
+ * names a candidate rule, for choosing the thresholds by measurement.
+ */
+export interface Scenario {
+  name: string;
+  levels: Levels;
+  /** For `auto:<bytes>:<ratio>`: the rule to apply instead of the default. */
+  autoRule?: AutoRule | undefined;
+  /** What the scenario stores uncompressed, in words. */
+  description: string;
+}
+
+export const DEFAULT_SCENARIOS = ['none', 'commit', 'tree', 'both', 'auto'];
+
+const lv = (commit: number | 'auto', tree: number | 'auto'): Levels => ({ 1: commit, 2: tree, 3: -1, 4: -1 });
+
+/** Parses one scenario name; anything else is a usage error. */
+export function parseScenario(name: string): Scenario {
+  switch (name) {
+    case 'none':
+      return { name, levels: lv(-1, -1), description: 'every type at zlib level -1 (the status quo)' };
+    case 'commit':
+      return { name, levels: lv(0, -1), description: 'commits stored (level 0)' };
+    case 'tree':
+      return { name, levels: lv(-1, 0), description: 'trees stored (level 0)' };
+    case 'both':
+      return { name, levels: lv(0, 0), description: 'commits and trees stored (level 0)' };
+    case 'auto':
+      return { name, levels: lv('auto', 'auto'), description: `commits and trees under auto (${ruleText(DEFAULT_AUTO_RULE)})` };
+    default:
+      break;
+  }
+  const m = /^auto(?::(\d+)(?::(\d*\.?\d+))?)?(?:@(commit|tree))?$/.exec(name);
+  if (m) {
+    const rule: AutoRule | undefined = m[1] === undefined ? undefined : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
+    const only = m[3] as 'commit' | 'tree' | undefined;
+    const levels = lv(only === 'tree' ? -1 : 'auto', only === 'commit' ? -1 : 'auto');
+    const what = only === undefined ? 'commits and trees' : `${only}s only`;
+    return { name, levels, autoRule: rule, description: `${what} under auto (${ruleText(rule ?? DEFAULT_AUTO_RULE)})` };
+  }
+  throw new GitError('usage', `unknown scenario '${name}' (known: none, commit, tree, both, auto, auto:<bytes>[:<ratio>][@commit|@tree])`);
+}
+
+export function ruleText(r: AutoRule): string {
+  const parts = [`stored below ${r.smallBytes} bytes`];
+  if (Number.isFinite(r.maxRatio)) parts.push(`or when deflate keeps more than ${r.maxRatio} of the size`);
+  return parts.join(' ');
+}
+
+/** A comma-separated list; `none` is always measured first (every percentage is against it). */
+export function parseScenarioList(spec: string | undefined): Scenario[] {
+  const names = (spec ?? DEFAULT_SCENARIOS.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (names.length === 0) throw new GitError('usage', '--scenarios needs at least one scenario');
+  const seen = new Set<string>();
+  const out: Scenario[] = [];
+  for (const n of ['none', ...names]) {
+    if (seen.has(n)) continue;
+    seen.add(n);
+    out.push(parseScenario(n));
+  }
+  return out;
+}

@@ -1,0 +1,283 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { corrupt } from '../errors.js';
+import { applyDelta } from '../delta/apply.js';
+import type { CachedObject } from '../delta/cache.js';
+import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
+import { fromHex, type HashAlgo } from '../hash/algo.js';
+import { listPackFiles, MAX_DELTA_DEPTH } from '../store/odb.js';
+import { loosePath, readLooseFile } from '../store/loose.js';
+import { Pack } from '../store/pack.js';
+import type { BaseCache } from './base-cache.js';
+
+/**
+ * A small object reader for the reader experiments: the packs (and loose objects) of one object
+ * directory, every read going through a pluggable delta base cache. It mirrors
+ * `ObjectDatabase.readPacked` (git's `unpack_entry`: down the chain to a cached or whole base,
+ * then the deltas applied back up, each intermediate base cached).
+ */
+export class BenchReader {
+  readonly packs: Pack[];
+  inflated = 0;
+  constructor(
+    readonly objectsDir: string,
+    readonly algo: HashAlgo,
+    public cache: BaseCache,
+  ) {
+    this.packs = listPackFiles(objectsDir).map((f) => Pack.open(f, algo));
+  }
+
+  close(): void {
+    for (const p of this.packs) p.close();
+  }
+
+  /** The object, or undefined when it is missing (partial clones). */
+  read(id: Uint8Array, pos = 0): CachedObject | undefined {
+    for (let pi = 0; pi < this.packs.length; pi++) {
+      const p = this.packs[pi]!;
+      const j = p.idx.find(id, pos);
+      if (j >= 0) return this.readPacked(pi, p.idx.offsets[j]!);
+    }
+    const f = loosePath(this.objectsDir, id.subarray(pos, pos + this.algo.len));
+    return existsSync(f) ? readLooseFile(f) : undefined;
+  }
+
+  private readPacked(pi: number, offset: number): CachedObject {
+    const stack: { key: number; delta: Buffer }[] = [];
+    let p = this.packs[pi]!;
+    let off = offset;
+    let base: CachedObject | undefined;
+    for (;;) {
+      const key = pi * 2 ** 40 + off;
+      const hit = this.cache.get(key);
+      if (hit !== undefined) {
+        base = hit;
+        break;
+      }
+      const e = p.entryAt(off, p.endOf(off));
+      this.inflated++;
+      if (isBaseType(e.hdr.type)) {
+        base = { type: e.hdr.type, data: p.inflate(e) };
+        if (stack.length > 0) this.cache.set(key, base);
+        break;
+      }
+      if (stack.length >= MAX_DELTA_DEPTH) throw corrupt('bad-delta', p.packPath, off, 'delta chain too deep');
+      stack.push({ key, delta: p.inflate(e) });
+      if (e.hdr.type === OBJ_OFS_DELTA) off -= e.hdr.baseDistance;
+      else if (e.hdr.type === OBJ_REF_DELTA) {
+        let found = false;
+        for (let k = 0; k < this.packs.length; k++) {
+          const j = this.packs[k]!.idx.find(e.raw, e.hdr.baseIdPos);
+          if (j >= 0) {
+            pi = k;
+            p = this.packs[k]!;
+            off = p.idx.offsets[j]!;
+            found = true;
+            break;
+          }
+        }
+        if (!found) {
+          const obj = this.read(Buffer.from(e.raw.subarray(e.hdr.baseIdPos, e.hdr.baseIdPos + this.algo.len)));
+          if (obj === undefined) throw corrupt('missing-object', p.packPath, off, 'delta base not found');
+          base = obj;
+          break;
+        }
+      }
+    }
+    while (stack.length > 0) {
+      const d = stack.pop()!;
+      base = { type: base.type, data: applyDelta(base.data, d.delta) };
+      if (stack.length > 0) this.cache.set(d.key, base);
+    }
+    return base;
+  }
+}
+
+interface CommitInfo {
+  tree: Buffer;
+  parents: Buffer[];
+  time: number;
+}
+
+function parseCommit(data: Buffer, algo: HashAlgo): CommitInfo {
+  let tree: Buffer | undefined;
+  const parents: Buffer[] = [];
+  let time = 0;
+  let pos = 0;
+  while (pos < data.length) {
+    const nl = data.indexOf(0x0a, pos);
+    const end = nl < 0 ? data.length : nl;
+    if (end === pos) break; // end of the header
+    const line = data.toString('latin1', pos, end);
+    if (line.startsWith('tree ')) tree = fromHex(line.slice(5), algo);
+    else if (line.startsWith('parent ')) {
+      const p = fromHex(line.slice(7), algo);
+      if (p) parents.push(p);
+    } else if (line.startsWith('committer ')) {
+      const m = / (\d+) [+-]\d{4}$/.exec(line);
+      if (m) time = Number(m[1]);
+    }
+    pos = end + 1;
+  }
+  if (tree === undefined) throw new Error('commit without a tree');
+  return { tree, parents, time };
+}
+
+interface TreeEntry {
+  name: Buffer;
+  isTree: boolean;
+  isGitlink: boolean;
+  id: Buffer;
+}
+
+function parseTree(data: Buffer, len: number): TreeEntry[] {
+  const out: TreeEntry[] = [];
+  let pos = 0;
+  while (pos < data.length) {
+    const sp = data.indexOf(0x20, pos);
+    const nul = data.indexOf(0, sp);
+    if (sp < 0 || nul < 0 || nul + 1 + len > data.length) break;
+    const mode = data.toString('latin1', pos, sp);
+    out.push({ name: data.subarray(sp + 1, nul), isTree: mode === '40000', isGitlink: mode === '160000', id: data.subarray(nul + 1, nul + 1 + len) });
+    pos = nul + 1 + len;
+  }
+  return out;
+}
+
+/** git's `base_name_compare`: a tree sorts as if its name ended in '/'. */
+function compareEntries(a: TreeEntry, b: TreeEntry): number {
+  const n = Math.min(a.name.length, b.name.length);
+  const c = a.name.compare(b.name, 0, n, 0, n);
+  if (c !== 0) return c;
+  const ca = a.name.length > n ? a.name[n]! : a.isTree ? 0x2f : 0;
+  const cb = b.name.length > n ? b.name[n]! : b.isTree ? 0x2f : 0;
+  return ca - cb;
+}
+
+export interface WalkStats {
+  commits: number;
+  trees: number;
+  blobs: number;
+  missing: number;
+}
+
+/**
+ * `git log --raw -n <commits>` (workload `log-raw`: every tree that differs along first-parent
+ * diffs, no blob) or `git log -S<x> --raw` (`log-S`: the same plus both sides of every changed
+ * blob), as the seed timed them: commits from HEAD newest first, merges not diffed.
+ */
+export function logWalk(reader: BenchReader, head: Buffer, commits: number, withBlobs: boolean): WalkStats {
+  const algo = reader.algo;
+  const len = algo.len;
+  const stats: WalkStats = { commits: 0, trees: 0, blobs: 0, missing: 0 };
+  const infos = new Map<string, CommitInfo | undefined>();
+  const queue: { id: Buffer; info: CommitInfo }[] = [];
+  const readCommit = (id: Buffer): CommitInfo | undefined => {
+    const o = reader.read(id);
+    if (o === undefined) {
+      stats.missing++;
+      return undefined;
+    }
+    return parseCommit(o.data, algo);
+  };
+  const push = (id: Buffer): void => {
+    const k = id.toString('latin1');
+    if (infos.has(k)) return;
+    const info = readCommit(id);
+    infos.set(k, info);
+    if (info === undefined) return;
+    // Newest first (git's commit date order); a sorted insert keeps this simple and small.
+    let lo = 0;
+    let hi = queue.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (queue[mid]!.info.time > info.time) lo = mid + 1;
+      else hi = mid;
+    }
+    queue.splice(lo, 0, { id, info });
+  };
+  const readTree = (id: Buffer): TreeEntry[] => {
+    stats.trees++;
+    const o = reader.read(id);
+    if (o === undefined) {
+      stats.missing++;
+      return [];
+    }
+    return parseTree(o.data, len);
+  };
+  const readBlob = (id: Buffer): void => {
+    if (!withBlobs) return;
+    stats.blobs++;
+    if (reader.read(id) === undefined) stats.missing++;
+  };
+  const whole = (id: Buffer): void => {
+    for (const e of readTree(id)) {
+      if (e.isGitlink) continue;
+      if (e.isTree) whole(e.id);
+      else readBlob(e.id);
+    }
+  };
+  const diff = (a: Buffer | undefined, b: Buffer): void => {
+    if (a !== undefined && a.equals(b)) return;
+    const ea = a === undefined ? [] : readTree(a);
+    const eb = readTree(b);
+    let i = 0;
+    let k = 0;
+    while (i < ea.length || k < eb.length) {
+      const x = ea[i];
+      const y = eb[k];
+      const c = x === undefined ? 1 : y === undefined ? -1 : compareEntries(x, y);
+      if (c < 0) {
+        if (x!.isTree) whole(x!.id);
+        else if (!x!.isGitlink) readBlob(x!.id);
+        i++;
+      } else if (c > 0) {
+        if (y!.isTree) whole(y!.id);
+        else if (!y!.isGitlink) readBlob(y!.id);
+        k++;
+      } else {
+        if (!x!.id.equals(y!.id)) {
+          if (x!.isTree && y!.isTree) diff(x!.id, y!.id);
+          else if (!x!.isGitlink && !y!.isGitlink) {
+            readBlob(x!.id);
+            readBlob(y!.id);
+          }
+        }
+        i++;
+        k++;
+      }
+    }
+  };
+  push(head);
+  while (queue.length > 0 && stats.commits < commits) {
+    const { info } = queue.shift()!;
+    stats.commits++;
+    for (const p of info.parents) push(Buffer.from(p));
+    if (info.parents.length > 1) continue;
+    let parentTree: Buffer | undefined;
+    if (info.parents.length === 1) {
+      parentTree = infos.get(info.parents[0]!.toString('latin1'))?.tree;
+    }
+    diff(parentTree, info.tree);
+  }
+  return stats;
+}
+
+/** HEAD of a bare repository as an id (following one symbolic ref and packed-refs). */
+export function resolveHead(gitDir: string, algo: HashAlgo, readText: (f: string) => string | undefined): Buffer | undefined {
+  let v = readText(join(gitDir, 'HEAD'))?.trim();
+  if (v === undefined) return undefined;
+  for (let depth = 0; depth < 5 && v.startsWith('ref: '); depth++) {
+    const ref = v.slice(5).trim();
+    const loose = readText(join(gitDir, ref))?.trim();
+    if (loose !== undefined) {
+      v = loose;
+      continue;
+    }
+    const packed = readText(join(gitDir, 'packed-refs')) ?? '';
+    const line = packed.split('\n').find((l) => l.endsWith(` ${ref}`));
+    if (line === undefined) return undefined;
+    v = line.split(' ')[0]!;
+  }
+  return fromHex(v, algo);
+}

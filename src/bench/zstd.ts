@@ -1,0 +1,66 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { HashAlgo } from '../hash/algo.js';
+import { zstdUnavailable } from '../codec/zstd.js';
+import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
+import { exportZpack, DEFAULT_ZSTD_LEVEL } from '../commands/zstd.js';
+import { repositoryRefs, walkObjects } from '../commands/walk.js';
+import { ObjectDatabase, listPackFiles } from '../store/odb.js';
+import { Pack } from '../store/pack.js';
+import { discoverRepository } from '../store/repo.js';
+
+/**
+ * The zstd sub-benchmark (the journal's patch 2/2): every object reachable from the refs read by
+ * our reader from a zstd pack of the repository (level 10, per-kind dictionaries) and from its
+ * zlib packs, interleaved, the median of `rounds`. The zstd pack is written to a temporary
+ * directory for the measurement and deleted afterwards.
+ */
+export type ZstdResult =
+  | { available: false; reason: string }
+  | {
+      available: true;
+      reader: string;
+      objects: number;
+      zstdBytes: number;
+      zlibBytes: number;
+      zstdSeconds: number;
+      zlibSeconds: number;
+      rounds: number;
+    };
+
+export async function zstdBench(gitDir: string, algo: HashAlgo, rounds: number): Promise<ZstdResult> {
+  const why = zstdUnavailable();
+  if (why !== undefined) return { available: false, reason: why };
+  const repo = discoverRepository({ cwd: gitDir, gitDir });
+  const dir = mkdtempSync(join(tmpdir(), 'rts-bench-zstd-'));
+  try {
+    const file = join(dir, 'repo.zpack');
+    await exportZpack(repo, { out: file, level: DEFAULT_ZSTD_LEVEL, dictSize: DEFAULT_DICT_SIZE, dictMethod: 'auto' });
+    const refs = repositoryRefs(repo.gitDir);
+    const zlibPacks = listPackFiles(repo.objectsDir);
+    let zlibBytes = 0;
+    for (const p of zlibPacks) zlibBytes += statSync(p).size;
+    const zs: number[] = [];
+    const zl: number[] = [];
+    let objects = 0;
+    for (let r = 0; r < rounds; r++) {
+      for (const kind of ['zstd', 'zlib'] as const) {
+        const odb = new ObjectDatabase(algo, []);
+        try {
+          if (kind === 'zstd') odb.addPack(Pack.open(file, algo));
+          else for (const p of zlibPacks) odb.addPack(Pack.open(p, algo));
+          const w = walkObjects(odb, algo, refs, { readBlobs: true });
+          objects = w.commits + w.trees + w.blobs + w.tags;
+          (kind === 'zstd' ? zs : zl).push(w.ms / 1000);
+        } finally {
+          odb.close();
+        }
+      }
+    }
+    const median = (a: number[]): number => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
+    return { available: true, reader: 'git repack-ts walk --read-blobs', objects, zstdBytes: statSync(file).size, zlibBytes, zstdSeconds: median(zs), zlibSeconds: median(zl), rounds };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

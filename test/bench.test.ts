@@ -1,0 +1,279 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { deflateSync } from 'node:zlib';
+import { describe, expect, it } from 'vitest';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { tool } from './helpers/tool.js';
+import { gitOk } from './helpers/git.js';
+import { makeCache } from '../src/bench/base-cache.js';
+import { parseScenario, parseScenarioList } from '../src/bench/scenarios.js';
+import { Critbit } from '../src/bench/lookup.js';
+import { autoLevel, currentAutoRule, DEFAULT_AUTO_RULE, withAutoRule } from '../src/repack/auto.js';
+import { storedZlibLength } from '../src/format/zlib-stored.js';
+import { OBJ_BLOB, OBJ_TREE } from '../src/format/object-type.js';
+import { Prng } from './helpers/prng.js';
+
+/** Every file under `dir` with its bytes' hash: the original repository must not change. */
+function snapshot(dir: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (d: string): void => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.isFile()) out.set(path.relative(dir, p), crypto.createHash('sha1').update(fs.readFileSync(p)).digest('hex') + ` ${fs.statSync(p).mode}`);
+      else out.set(path.relative(dir, p), 'other');
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/**
+ * A small XML well-formedness check (no dependency): tags balance, attributes are quoted and
+ * unique, entities are known. Returns the elements as (name, attributes).
+ */
+function parseXml(text: string): { name: string; attrs: Record<string, string> }[] {
+  const elements: { name: string; attrs: Record<string, string> }[] = [];
+  const stack: string[] = [];
+  const body = text.replace(/^<\?xml[^>]*\?>\s*/, '');
+  const re = /<(\/?)([A-Za-z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>|([^<]+)|(<)/g;
+  let m: RegExpExecArray | null;
+  let last = 0;
+  while ((m = re.exec(body)) !== null) {
+    if (m.index !== last) throw new Error(`unexpected text at ${last}`);
+    last = re.lastIndex;
+    if (m[6] !== undefined) throw new Error(`bad markup at ${m.index}: ${body.slice(m.index, m.index + 40)}`);
+    if (m[5] !== undefined) {
+      if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(m[5])) throw new Error(`bad entity in ${m[5]}`);
+      if (stack.length === 0 && m[5].trim() !== '') throw new Error('text outside the root element');
+      continue;
+    }
+    const [, close, name, attrText, selfClose] = m;
+    if (close) {
+      if (stack.pop() !== name) throw new Error(`</${name}> does not close the open element`);
+      continue;
+    }
+    if (stack.length === 0 && elements.length > 0) throw new Error('more than one root element');
+    const attrs: Record<string, string> = {};
+    for (const a of attrText!.matchAll(/([\w:-]+)="([^"]*)"/g)) {
+      if (a[1]! in attrs) throw new Error(`duplicate attribute ${a[1]}`);
+      if (/&(?!(amp|lt|gt|quot|apos|#\d+);)/.test(a[2]!)) throw new Error(`bad entity in ${a[2]}`);
+      attrs[a[1]!] = a[2]!;
+    }
+    elements.push({ name: name!, attrs });
+    if (!selfClose) stack.push(name!);
+  }
+  if (last !== body.length) throw new Error('trailing garbage');
+  if (stack.length !== 0) throw new Error(`unclosed <${stack[stack.length - 1]}>`);
+  return elements;
+}
+
+describe('git repack-ts bench', () => {
+  it('--runs=1 --json: a table with every scenario, sizes from the packs, the original untouched, an SVG chart', () => {
+    const repo = useFixtureCopy('basic');
+    const before = snapshot(repo);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
+    try {
+      const svg = path.join(tmp, 'chart.svg');
+      const r = tool(['bench', '--runs=1', '--json', `--svg=${svg}`, '--keep', `--tmpdir=${tmp}`, '--log-n=50', '--min-time=0', '--clock=wall'], { cwd: repo });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const j = JSON.parse(r.stdout);
+      expect(j.scenarios.map((s: { name: string }) => s.name)).toEqual(['none', 'commit', 'tree', 'both', 'auto']);
+      expect(j.commands.map((c: { id: string }) => c.id)).toEqual(['revs', 'revs-cg', 'objects', 'objects-cg', 'log', 'log-cg']);
+      expect(j.gitVersion).toMatch(/^\d+\.\d+/);
+      expect(j.clock).toBe('wall');
+      const ids = j.commands.map((c: { id: string }) => c.id);
+      for (const s of j.scenarios) {
+        // Sizes are those of the .pack files in the scenario's copy, and every object is in them.
+        const packDir = path.join(s.copy, 'objects', 'pack');
+        const onDisk = fs.readdirSync(packDir).filter((f) => f.endsWith('.pack'));
+        expect(onDisk.length).toBe(s.packs.length);
+        expect(s.packBytes).toBe(onDisk.reduce((a, f) => a + fs.statSync(path.join(packDir, f)).size, 0));
+        expect(s.packs.reduce((a: number, p: { objects: number }) => a + p.objects, 0)).toBe(j.objects);
+        expect(fs.existsSync(path.join(s.copy, 'objects', 'info', 'commit-graph'))).toBe(true);
+        for (const id of ids) {
+          expect(s.warm[id].runs).toHaveLength(1);
+          expect(s.warm[id].median).toBeGreaterThan(0);
+          // Both clocks are recorded for every run (CPU time in 10 ms ticks: 0 for a 3 ms command).
+          expect(s.warm[id].cpu).toHaveLength(1);
+          expect(s.warm[id].cpu[0]).toBeGreaterThanOrEqual(0);
+        }
+        if (s.name === 'none') expect(s.warm.revs.vsNone).toBe(0);
+      }
+      const by = Object.fromEntries(j.scenarios.map((s: { name: string }) => [s.name, s]));
+      // Storing commits and trees makes the pack bigger; auto is never bigger than storing both.
+      expect(by.both.packBytes).toBeGreaterThan(by.none.packBytes);
+      expect(by.commit.packBytes).toBeGreaterThan(by.none.packBytes);
+      expect(by.auto.packBytes).toBeLessThanOrEqual(by.both.packBytes);
+      expect(by.both.reencoded.commit).toBeGreaterThan(0);
+      expect(by.auto.rerunReencodes).toBe(0);
+      expect(j.cold.requested).toBe(false);
+      // The chart: well-formed, one bar per scenario in every panel (size first).
+      const els = parseXml(fs.readFileSync(svg, 'utf8'));
+      expect(els[0]!.name).toBe('svg');
+      const bars = els.filter((e) => e.name === 'rect' && e.attrs.class === 'bar');
+      const panels = ['size', ...ids];
+      expect(bars).toHaveLength(panels.length * 5);
+      for (const p of panels) expect(bars.filter((b) => b.attrs['data-metric'] === p).map((b) => b.attrs['data-scenario'])).toEqual(['none', 'commit', 'tree', 'both', 'auto']);
+      for (const b of bars) expect(Number(b.attrs.width)).toBeGreaterThan(0);
+      // The original is exactly as it was.
+      expect(snapshot(repo)).toEqual(before);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('prints the seed-style table and removes its copies', () => {
+    const repo = useFixtureCopy('multi-pack');
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
+    try {
+      const r = tool(['bench', '--runs=2', '--scenarios=both', '--commands=revs,objects-cg', `--tmpdir=${tmp}`, '--cold', '--min-time=0', '--clock=wall'], { cwd: repo });
+      expect(r.status).toBe(0);
+      expect(r.stdout).toMatch(/^git repack-ts bench: /);
+      expect(r.stdout).toMatch(/git \d+\.\d+/);
+      expect(r.stdout).toContain('| scenario | size | revs | objects +cg |');
+      expect(r.stdout).toMatch(/\| both \| [\d.]+ MiB \(\+\d+%\) \| [\d.]+ s \([−+]?\d+%\) \|/);
+      // Cold numbers are either measured with a checked eviction or said to be unavailable.
+      expect(r.stdout).toMatch(/cold page cache(, wall-clock time \(the copy's files evicted|: unavailable)/);
+      expect(fs.readdirSync(tmp)).toEqual([]);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('partial clones: rev-list --objects runs with --missing=allow-any', () => {
+    const repo = useFixtureCopy('promisor');
+    const r = tool(['bench', '--runs=1', '--json', '--scenarios=both', '--commands=objects,log', '--min-time=0', '--clock=wall'], { cwd: repo });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.promisor).toBe(true);
+    expect(j.commands[0].args).toContain('--missing=allow-any');
+    expect(j.scenarios[1].warm.objects.median).toBeGreaterThan(0);
+  });
+
+  it('reader experiments: delta base cache variants, lookup structures, zstd against zlib', () => {
+    const repo = useFixtureCopy('basic');
+    const r = tool(['bench', '--runs=1', '--json', '--scenarios=none', '--commands=revs', '--reader', '--reader-commits=30', '--min-time=0'], { cwd: repo });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    const rows = j.reader.cache.rows;
+    expect(rows).toHaveLength(2 * 9 * 3);
+    // Every variant walks the same objects; only the cache differs.
+    for (const w of ['log-raw', 'log-S']) {
+      const walks = rows.filter((x: { workload: string }) => x.workload === w).map((x: { walk: unknown }) => JSON.stringify(x.walk));
+      expect(new Set(walks).size).toBe(1);
+    }
+    expect(rows.find((x: { workload: string }) => x.workload === 'log-raw').walk.trees).toBeGreaterThan(30);
+    expect(j.reader.lookup.rows.map((x: { structure: string }) => x.structure)).toEqual(['open-addressing table (ours)', 'fanout + binary search (.idx)', 'Map keyed by hex', 'critbit tree']);
+    const hits = new Set(j.reader.lookup.rows.map((x: { hits: number }) => x.hits));
+    expect(hits.size).toBe(1);
+    expect(j.reader.zstd).toMatchObject({ available: true, objects: Number(gitOk(['rev-list', '--objects', '--all', '--count'], { cwd: repo }).trim()) });
+    expect(j.reader.zstd.zstdSeconds).toBeGreaterThan(0);
+    expect(j.reader.zstd.zlibSeconds).toBeGreaterThan(0);
+    // Without the native build the experiment says why instead of timing anything.
+    const off = tool(['bench', '--runs=1', '--json', '--scenarios=none', '--commands=revs', '--reader=zstd', '--min-time=0'], { cwd: repo, env: { GIT_REPACK_TS_NO_ZSTD: '1' } });
+    expect(JSON.parse(off.stdout).reader.zstd).toEqual({ available: false, reason: expect.stringContaining('zstd is not available') });
+  });
+
+  it.each([
+    [['--scenarios=bogus'], /unknown scenario 'bogus'/],
+    [['--runs=0'], /--runs expects a positive integer/],
+    [['--runs=three'], /--runs expects a positive integer/],
+    [['--commands=revs,nope'], /unknown value 'nope'/],
+    [['--reader=cache,disk'], /unknown value 'disk'/],
+    [['--frobnicate'], /unknown option/],
+    [['--clock=sundial'], /--clock expects 'wall' or 'cpu'/],
+    [['--min-time=soon'], /--min-time expects seconds/],
+  ])('usage error %j exits 129', (args, message) => {
+    const repo = useFixtureCopy('basic');
+    const r = tool(['bench', ...args], { cwd: repo });
+    expect(r.status).toBe(129);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).toContain('usage: git repack-ts bench');
+  });
+});
+
+describe('scenarios', () => {
+  it('none first, duplicates dropped, auto rules parsed', () => {
+    expect(parseScenarioList('both,commit,both').map((s) => s.name)).toEqual(['none', 'both', 'commit']);
+    expect(parseScenario('both').levels).toEqual({ 1: 0, 2: 0, 3: -1, 4: -1 });
+    expect(parseScenario('auto:512:0.9').autoRule).toEqual({ smallBytes: 512, maxRatio: 0.9 });
+    expect(parseScenario('auto:1024').autoRule).toEqual({ smallBytes: 1024, maxRatio: Infinity });
+    expect(() => parseScenario('auto:x')).toThrow(/unknown scenario/);
+  });
+});
+
+describe('the auto rule', () => {
+  it('withAutoRule applies a rule for its duration only', () => {
+    const r = withAutoRule({ smallBytes: 10, maxRatio: 2 }, () => [autoLevel(5, undefined, -1), autoLevel(20, 19, -1)]);
+    expect(r).toEqual([0, -1]);
+    expect(currentAutoRule()).toEqual(DEFAULT_AUTO_RULE);
+  });
+
+  it.each(['basic', 'multi-pack', 'big-blob'] as const)('a second `repack --graph-compression=auto` re-encodes nothing (%s)', (name) => {
+    const repo = useFixtureCopy(name);
+    const run = () => {
+      const r = tool(['--graph-compression=auto', '--no-fsck', '--json'], { cwd: repo });
+      expect(r.status).toBe(0);
+      return JSON.parse(r.stdout) as { partitions: { stats: { reencoded: Record<string, number> } }[] };
+    };
+    const first = run();
+    expect(first.partitions.length).toBeGreaterThan(0);
+    const second = run();
+    for (const p of second.partitions) expect(p.stats.reencoded).toEqual({ commit: 0, tree: 0, blob: 0, tag: 0 });
+  });
+
+  it('is stable: what it stores stays stored and what it compresses stays compressed', () => {
+    // Objects of every size and compressibility, encoded as a first rewrite would, then decided again.
+    const rng = new Prng(6);
+    const u = (): number => rng.u32() / 2 ** 32;
+    for (let i = 0; i < 240; i++) {
+      const size = Math.floor(2 ** (u() * 14));
+      const random = u();
+      const data = Buffer.alloc(size);
+      for (let k = 0; k < size; k++) data[k] = u() < random ? Math.floor(u() * 256) : 97 + (k % 7);
+      for (const original of [1, 6, 9]) {
+        const packed = deflateSync(data, { level: original }).length;
+        const first = autoLevel(size, packed, -1);
+        const written = first === 0 ? storedZlibLength(size) : original === 6 ? packed : deflateSync(data, { level: 6 }).length;
+        expect({ size, random, original, again: autoLevel(size, written, -1) }).toEqual({ size, random, original, again: first });
+      }
+    }
+  });
+});
+
+describe('delta base cache variants', () => {
+  const obj = (type: number, n: number) => ({ type, data: Buffer.alloc(n) });
+
+  it('single-lru evicts the least recently used entry, whatever its type', () => {
+    const c = makeCache('single-lru', 2, 1 << 20);
+    c.set(1, obj(OBJ_TREE, 10));
+    c.set(2, obj(OBJ_BLOB, 10));
+    c.get(1);
+    c.set(3, obj(OBJ_TREE, 10));
+    expect([c.get(1) !== undefined, c.get(2) !== undefined, c.get(3) !== undefined]).toEqual([true, false, true]);
+  });
+
+  it('two-lists and scan-blobs drop blobs first when over the byte cap', () => {
+    for (const v of ['two-lists', 'scan-blobs'] as const) {
+      const c = makeCache(v, 100, 25);
+      c.set(1, obj(OBJ_TREE, 10));
+      c.set(2, obj(OBJ_BLOB, 10));
+      c.set(3, obj(OBJ_TREE, 10));
+      expect([v, c.get(1) !== undefined, c.get(2) !== undefined, c.get(3) !== undefined]).toEqual([v, true, false, true]);
+    }
+  });
+
+  it('the critbit tree finds what it holds and nothing else', () => {
+    const ids = crypto.randomBytes(20 * 500);
+    const t = new Critbit(ids, 20);
+    for (let i = 0; i < 500; i++) t.insert(i);
+    for (let i = 0; i < 500; i++) expect(t.find(ids, i * 20)).toBe(i);
+    expect(t.find(crypto.randomBytes(20), 0)).toBe(-1);
+  });
+});
