@@ -2,10 +2,10 @@ import { resolve } from 'node:path';
 import { repack, type RepackResult } from '../commands/repack.js';
 import { DEFAULT_ZSTD_LEVEL, exportZpack } from '../commands/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
-import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
-import type { FsckMode } from '../store/fsck.js';
+import { fallbackLevel, resolveLevels } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
+import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress } from './progress.js';
 import { openRepository } from './repo.js';
@@ -33,16 +33,6 @@ Levels also come from config: pack.commitCompression, pack.treeCompression, pack
 pack.tagCompression, pack.graphCompression, pack.compression, core.compression.
 `;
 
-function levelArg(name: string, v: unknown): Level | undefined {
-  if (v === undefined) return undefined;
-  const last = Array.isArray(v) ? v[v.length - 1] : v;
-  try {
-    return parseLevelFlag(name, String(last));
-  } catch (e) {
-    throw new UsageError((e as Error).message, REPACK_USAGE);
-  }
-}
-
 function pct(a: number, b: number): string {
   if (b === 0) return '';
   const v = ((a - b) / b) * 100;
@@ -51,16 +41,9 @@ function pct(a: number, b: number): string {
 
 export async function runRepack(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, REPACK_USAGE, (y) =>
-    y
-      .option('graph-compression', { type: 'string' })
-      .option('commit-compression', { type: 'string' })
-      .option('tree-compression', { type: 'string' })
-      .option('blob-compression', { type: 'string' })
-      .option('tag-compression', { type: 'string' })
-      .option('compression', { type: 'string' })
+    withLevelOptions(y)
       .option('dry-run', { alias: 'n', type: 'boolean', default: false })
       .option('json', { type: 'boolean', default: false })
-      .option('fsck', { type: 'string' })
       .option('keep-pack', { type: 'string', array: true })
       .option('zstd', { type: 'string' })
       .option('output', { alias: 'o', type: 'string' })
@@ -72,20 +55,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   );
   const extra = positionals(o);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
-  const flags: LevelFlags = {
-    graph: levelArg('graph-compression', o['graph-compression']),
-    commit: levelArg('commit-compression', o['commit-compression']),
-    tree: levelArg('tree-compression', o['tree-compression']),
-    blob: levelArg('blob-compression', o['blob-compression']),
-    tag: levelArg('tag-compression', o['tag-compression']),
-    compression: levelArg('compression', o.compression),
-  };
-  let fsck: FsckMode = 'full';
-  const f = o.fsck as unknown;
-  if (f === false) fsck = 'none';
-  else if (f === true || f === undefined) fsck = 'full';
-  else if (f === 'full' || f === 'connectivity') fsck = f;
-  else throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, REPACK_USAGE);
+  const flags = levelFlagsFrom(o, REPACK_USAGE);
+  const fsck = fsckModeFrom(o, REPACK_USAGE);
   const keep = ((o['keep-pack'] ?? []) as unknown[]).map(String);
   const { io } = ctx;
   if (o.zstd !== undefined) return runExport(o, ctx);

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { importZpack } from '../commands/zstd.js';
-import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
-import type { FsckMode } from '../store/fsck.js';
+import { fallbackLevel, resolveLevels } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
+import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress } from './progress.js';
 import { openRepository } from './repo.js';
@@ -22,44 +22,17 @@ repository (every object and delta kept), at the levels 'git repack-ts' would us
     -q, --quiet           no progress
 `;
 
-function level(name: string, v: unknown): Level | undefined {
-  if (v === undefined) return undefined;
-  try {
-    return parseLevelFlag(name, String(Array.isArray(v) ? v[v.length - 1] : v));
-  } catch (e) {
-    throw new UsageError((e as Error).message, ZSTD_IMPORT_USAGE);
-  }
-}
-
 export async function runZstdImport(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, ZSTD_IMPORT_USAGE, (y) =>
-    y
-      .option('graph-compression', { type: 'string' })
-      .option('commit-compression', { type: 'string' })
-      .option('tree-compression', { type: 'string' })
-      .option('blob-compression', { type: 'string' })
-      .option('tag-compression', { type: 'string' })
-      .option('compression', { type: 'string' })
-      .option('fsck', { type: 'string' })
+    withLevelOptions(y)
       .option('json', { type: 'boolean', default: false })
       .option('quiet', { alias: 'q', type: 'boolean' })
       .option('progress', { type: 'boolean' }),
   );
   const files = positionals(o);
   if (files.length !== 1) throw new UsageError(files.length === 0 ? 'no file given' : 'one file at a time', ZSTD_IMPORT_USAGE);
-  const flags: LevelFlags = {
-    graph: level('graph-compression', o['graph-compression']),
-    commit: level('commit-compression', o['commit-compression']),
-    tree: level('tree-compression', o['tree-compression']),
-    blob: level('blob-compression', o['blob-compression']),
-    tag: level('tag-compression', o['tag-compression']),
-    compression: level('compression', o.compression),
-  };
-  const f = o.fsck as unknown;
-  let fsck: FsckMode = 'full';
-  if (f === false) fsck = 'none';
-  else if (f === 'connectivity' || f === 'full') fsck = f;
-  else if (f !== undefined && f !== true) throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, ZSTD_IMPORT_USAGE);
+  const flags = levelFlagsFrom(o, ZSTD_IMPORT_USAGE);
+  const fsck = fsckModeFrom(o, ZSTD_IMPORT_USAGE);
   const { io } = ctx;
   const repo = openRepository(ctx);
   const r = await importZpack(repo, resolve(ctx.cwd, files[0]!), {

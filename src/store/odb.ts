@@ -1,5 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { applyDelta } from '../delta/apply.js';
@@ -7,6 +6,7 @@ import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { loosePath, readLooseFile } from './loose.js';
 import { Pack, type RawEntry } from './pack.js';
+import { listPacks } from './packdir.js';
 
 /** git's pack.depth ceiling in pack-objects; a deeper chain (or a REF_DELTA cycle) is refused. */
 export const MAX_DELTA_DEPTH = 4095;
@@ -16,19 +16,9 @@ export interface ObjectData {
   data: Buffer;
 }
 
-/** `.pack` files that have an `.idx`, sorted by name, as git's `prepare_packed_git_one` finds them. */
+/** `.pack` files that have an `.idx`, newest first (the copy git prefers). */
 export function listPackFiles(objectsDir: string): string[] {
-  const dir = join(objectsDir, 'pack');
-  let names: string[];
-  try {
-    names = readdirSync(dir);
-  } catch {
-    return [];
-  }
-  return names
-    .filter((n) => n.endsWith('.pack') && names.includes(n.slice(0, -5) + '.idx'))
-    .sort()
-    .map((n) => join(dir, n));
+  return listPacks(objectsDir).map((p) => p.base + '.pack');
 }
 
 /**

@@ -1,0 +1,47 @@
+import type { Argv } from 'yargs';
+import { parseLevelFlag, type Level, type LevelFlags } from '../repack/levels.js';
+import type { FsckMode } from '../store/fsck.js';
+import { UsageError } from './io.js';
+
+/** The per-type level options shared by the rewrite and zstd-import. */
+export function withLevelOptions<T>(y: Argv<T>): Argv<T> {
+  return y
+    .option('graph-compression', { type: 'string' })
+    .option('commit-compression', { type: 'string' })
+    .option('tree-compression', { type: 'string' })
+    .option('blob-compression', { type: 'string' })
+    .option('tag-compression', { type: 'string' })
+    .option('compression', { type: 'string' })
+    .option('fsck', { type: 'string' }) as unknown as Argv<T>;
+}
+
+function level(name: string, v: unknown, usage: string): Level | undefined {
+  if (v === undefined) return undefined;
+  // repeated options: the last one wins, as in git
+  const last = Array.isArray(v) ? v[v.length - 1] : v;
+  try {
+    return parseLevelFlag(name, String(last));
+  } catch (e) {
+    throw new UsageError((e as Error).message, usage);
+  }
+}
+
+export function levelFlagsFrom(o: Record<string, unknown>, usage: string): LevelFlags {
+  return {
+    graph: level('graph-compression', o['graph-compression'], usage),
+    commit: level('commit-compression', o['commit-compression'], usage),
+    tree: level('tree-compression', o['tree-compression'], usage),
+    blob: level('blob-compression', o['blob-compression'], usage),
+    tag: level('tag-compression', o['tag-compression'], usage),
+    compression: level('compression', o.compression, usage),
+  };
+}
+
+/** `--fsck=full|connectivity`, `--no-fsck` (yargs gives false), default full. */
+export function fsckModeFrom(o: Record<string, unknown>, usage: string): FsckMode {
+  const f = o.fsck;
+  if (f === false) return 'none';
+  if (f === undefined || f === true || f === 'full') return 'full';
+  if (f === 'connectivity') return 'connectivity';
+  throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, usage);
+}
