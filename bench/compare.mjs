@@ -52,6 +52,12 @@ function copyRepo(from) {
 }
 
 const packs = fs.readdirSync(path.join(gitDir, 'objects/pack')).filter((f) => f.endsWith('.pack'));
+// A partial clone copied without its config (as public snapshots are): git repack must be told
+// there is a promisor remote, or it dies on the first missing blob (and must not fetch).
+const promisor = fs.readdirSync(path.join(gitDir, 'objects/pack')).some((f) => f.endsWith('.promisor'));
+const hasRemote = spawnSync('git', ['--git-dir', gitDir, 'config', '--get-regexp', '^remote\\..*\\.promisor$'], { env, encoding: 'utf8' }).stdout.trim() !== '';
+const gitPromisor = promisor && !hasRemote ? ['-c', 'remote.origin.promisor=true', '-c', 'extensions.partialClone=origin'] : [];
+env.GIT_NO_LAZY_FETCH = '1';
 const idx = path.join(gitDir, 'objects/pack', packs[0].replace(/\.pack$/, '.idx'));
 const pack = path.join(gitDir, 'objects/pack', packs[0]);
 const count = Number(execFileSync('git', ['--git-dir', gitDir, 'count-objects', '-v'], { env, encoding: 'utf8' }).match(/in-pack: (\d+)/)[1]);
@@ -83,7 +89,7 @@ if (suite === 'read') {
     {
       name: 'rewrite',
       cmds: [
-        ['git repack -a -d', () => ({ argv: ['git', 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
         ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
         ['(second run) git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
       ],

@@ -14,10 +14,14 @@ export interface CliContext {
 }
 
 export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [<repack-options>]
+   or: git repack-ts --zstd[=<level>] -o <file> [--dict-size=<bytes> | --no-dict]
    or: git repack-ts verify [-v | --verbose] [-s | --stat-only] [--json] [--] [<pack>...]
    or: git repack-ts inspect [--json]
    or: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters] [--stdin [--literally]] [--] <file>...
    or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
+   or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader] [--json] [--svg=<file>]
+   or: git repack-ts zstd-import [<level options>] <file>
+   or: git repack-ts walk [--read-blobs] [--json] [<pack>...]
 
 Rewrite the repository's packs with per-type zlib levels, keeping every delta.
 See 'git help repack-ts' for the options of each command.
@@ -31,6 +35,7 @@ const COMMANDS: Record<string, () => Promise<Runner>> = {
   inspect: async () => (await import('./inspect.js')).runInspect,
   'zstd-import': async () => (await import('./zstd-import.js')).runZstdImport,
   walk: async () => (await import('./walk.js')).runWalk,
+  'hash-object': async () => (await import('./hash-object.js')).runHashObject,
   bench: async () => (await import('./bench.js')).runBench,
 };
 

@@ -1,0 +1,299 @@
+import { availableParallelism } from 'node:os';
+import { GitError } from '../errors.js';
+import { DelegatedGitFailed, hashObjects, type HashObjectOptions } from '../commands/hash-object.js';
+import { HashObjectError } from '../hash/hash-object.js';
+import { type Io, UsageError, reportError } from './io.js';
+import type { CliContext } from './main.js';
+
+/**
+ * `git repack-ts hash-object`: argv parsed with git's parse-options semantics by a small parser of
+ * its own (loading yargs alone costs more than hashing 64 MiB), then commands/hash-object.
+ */
+
+export const HASH_OBJECT_USAGE = `usage: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters]
+                                 [--stdin [--literally]] [--] <file>...
+   or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
+
+    -t <type>             object type
+    -w                    write the object into the object database
+    --stdin               read the object from stdin
+    --stdin-paths         read file names from stdin
+    --no-filters          store file as is without filters
+    --literally           just hash any random garbage to create corrupt objects for debugging Git
+    --path <file>         process file as it were from this path
+
+`;
+
+export interface ParsedHashObjectArgs {
+  type: string;
+  write: boolean;
+  stdin: number;
+  stdinPaths: boolean;
+  noFilters: boolean;
+  literally: boolean;
+  path: string | undefined;
+  files: string[];
+}
+
+/** The outcome of parsing: options, or what git's parse_options would print and exit with. */
+export type ParseOutcome =
+  | { kind: 'ok'; args: ParsedHashObjectArgs }
+  | { kind: 'exit'; code: number; stdout: string; stderr: string };
+
+type Kind = 'string' | 'bit' | 'countup' | 'bool';
+interface OptionSpec {
+  short?: string;
+  long?: string;
+  kind: Kind;
+  key: 'type' | 'write' | 'stdin' | 'stdinPaths' | 'noFilters' | 'literally' | 'path';
+}
+
+/** In git's order (it decides which candidates an ambiguous abbreviation names). */
+const OPTIONS: OptionSpec[] = [
+  { short: 't', kind: 'string', key: 'type' },
+  { short: 'w', kind: 'bit', key: 'write' },
+  { long: 'stdin', kind: 'countup', key: 'stdin' },
+  { long: 'stdin-paths', kind: 'bool', key: 'stdinPaths' },
+  { long: 'no-filters', kind: 'bool', key: 'noFilters' },
+  { long: 'literally', kind: 'bool', key: 'literally' },
+  { long: 'path', kind: 'string', key: 'path' },
+];
+
+const SHORT = 1;
+const UNSET = 2;
+
+class ParseExit {
+  constructor(
+    readonly code: number,
+    readonly stdout: string,
+    readonly stderr: string,
+  ) {}
+}
+
+function optname(opt: OptionSpec, flags: number): string {
+  if (flags & SHORT) return `switch \`${opt.short}'`;
+  if (flags & UNSET) return `option \`no-${opt.long}'`;
+  return `option \`${opt.long}'`;
+}
+
+/** git's parse-options, for hash-object's option table (parse-options.c in git 2.39). */
+export function parseHashObjectArgs(argv: string[], usage = HASH_OBJECT_USAGE): ParseOutcome {
+  const out: ParsedHashObjectArgs = {
+    type: 'blob',
+    write: false,
+    stdin: 0,
+    stdinPaths: false,
+    noFilters: false,
+    literally: false,
+    path: undefined,
+    files: [],
+  };
+  let i = 0;
+  /** The value glued to the option being parsed (`-tblob`, `--path=x`), git's `p->opt`. */
+  let glued: string | undefined;
+  const error = (msg: string): ParseExit => new ParseExit(129, '', `error: ${msg}\n`);
+  const showUsage = (): ParseExit => new ParseExit(129, usage, '');
+
+  const getValue = (opt: OptionSpec, flags: number): void => {
+    const unset = (flags & UNSET) !== 0;
+    if (unset && glued !== undefined) throw error(`${optname(opt, flags)} takes no value`);
+    if (!(flags & SHORT) && glued !== undefined && opt.kind !== 'string') throw error(`${optname(opt, flags)} takes no value`);
+    switch (opt.kind) {
+      case 'bit':
+      case 'bool':
+        (out[opt.key] as boolean) = !unset;
+        return;
+      case 'countup':
+        out.stdin = unset ? 0 : out.stdin + 1;
+        return;
+      case 'string': {
+        if (unset) {
+          if (opt.key === 'path') out.path = undefined;
+          return;
+        }
+        let v: string;
+        if (glued !== undefined) {
+          v = glued;
+          glued = undefined;
+        } else if (i + 1 < argv.length) {
+          v = argv[++i]!;
+        } else {
+          throw error(`${optname(opt, flags)} requires a value`);
+        }
+        if (opt.key === 'type') out.type = v;
+        else out.path = v;
+        return;
+      }
+    }
+  };
+
+  /** parse_short_opt: false when the letter is unknown (glued then still points at it). */
+  const parseShort = (): boolean => {
+    const c = glued![0]!;
+    const opt = OPTIONS.find((o) => o.short === c);
+    if (opt === undefined) return false;
+    glued = glued!.length > 1 ? glued!.slice(1) : undefined;
+    getValue(opt, SHORT);
+    return true;
+  };
+
+  /** check_typos: `-stdin` was surely meant as `--stdin`. */
+  const checkTypos = (arg: string): void => {
+    if (arg.length < 3) return;
+    if (arg.startsWith('no-') || OPTIONS.some((o) => o.long !== undefined && o.long.startsWith(arg))) {
+      throw error(`did you mean \`--${arg}\` (with two dashes)?`);
+    }
+  };
+
+  /** parse_long_opt: exact names, negations and unambiguous abbreviations. */
+  const parseLong = (arg: string): 'done' | 'unknown' => {
+    const eq = arg.indexOf('=');
+    const argEnd = eq < 0 ? arg.length : eq;
+    let abbrev: { opt: OptionSpec; flags: number } | undefined;
+    let ambiguous: { opt: OptionSpec; flags: number } | undefined;
+    for (const opt of OPTIONS) {
+      if (opt.long === undefined) continue;
+      let longName = opt.long;
+      let flags = 0;
+      let optFlags = 0;
+      let abbreviated = false;
+      for (;;) {
+        let rest: string | undefined = arg.startsWith(longName) ? arg.slice(longName.length) : undefined;
+        if (rest === undefined) {
+          if (longName.startsWith(arg.slice(0, argEnd))) {
+            abbreviated = true;
+            break;
+          }
+          if ('no-'.startsWith(arg)) {
+            flags |= UNSET;
+            abbreviated = true;
+            break;
+          }
+          if (!arg.startsWith('no-')) {
+            if (longName.startsWith('no-')) {
+              longName = longName.slice(3);
+              optFlags |= UNSET;
+              continue;
+            }
+            break;
+          }
+          flags |= UNSET;
+          rest = arg.slice(3).startsWith(longName) ? arg.slice(3 + longName.length) : undefined;
+          if (rest === undefined) {
+            if (longName.startsWith(arg.slice(3))) abbreviated = true;
+            break;
+          }
+        }
+        if (rest.length > 0) {
+          if (rest[0] !== '=') break;
+          glued = rest.slice(1);
+        }
+        getValue(opt, flags ^ optFlags);
+        return 'done';
+      }
+      if (abbreviated) {
+        if (abbrev !== undefined) ambiguous = abbrev;
+        if (!(flags & UNSET) && eq >= 0) glued = arg.slice(eq + 1);
+        abbrev = { opt, flags: flags ^ optFlags };
+      }
+    }
+    if (ambiguous !== undefined && abbrev !== undefined) {
+      const a = `${ambiguous.flags & UNSET ? 'no-' : ''}${ambiguous.opt.long}`;
+      const b = `${abbrev.flags & UNSET ? 'no-' : ''}${abbrev.opt.long}`;
+      throw new ParseExit(129, usage, `error: ambiguous option: ${arg} (could be --${a} or --${b})\n`);
+    }
+    if (abbrev !== undefined) {
+      getValue(abbrev.opt, abbrev.flags);
+      return 'done';
+    }
+    return 'unknown';
+  };
+
+  const unknown = (shown: string, letter: string | undefined): ParseExit => {
+    let msg: string;
+    if (shown[1] === '-') msg = `unknown option \`${shown.slice(2)}'`;
+    else if (letter !== undefined && letter.charCodeAt(0) < 128) msg = `unknown switch \`${letter}'`;
+    else msg = `unknown non-ascii option in string: \`${shown}'`;
+    return new ParseExit(129, '', `error: ${msg}\n${usage}`);
+  };
+
+  try {
+    for (; i < argv.length; i++) {
+      const arg = argv[i]!;
+      glued = undefined;
+      if (arg[0] !== '-' || arg.length === 1) {
+        out.files.push(arg);
+        continue;
+      }
+      if (argv.length === 1 && arg === '-h') throw showUsage();
+      if (arg[1] !== '-') {
+        glued = arg.slice(1);
+        if (!parseShort()) {
+          checkTypos(arg.slice(1));
+          if (glued![0] === 'h') throw showUsage();
+          throw unknown(arg, glued![0]);
+        }
+        if (glued !== undefined) checkTypos(arg.slice(1));
+        while (glued !== undefined) {
+          if (!parseShort()) {
+            if (glued[0] === 'h') throw showUsage();
+            throw unknown('-' + glued, glued[0]);
+          }
+        }
+        continue;
+      }
+      if (arg === '--' || arg === '--end-of-options') {
+        out.files.push(...argv.slice(i + 1));
+        break;
+      }
+      if (arg === '--help-all' || arg === '--help') throw showUsage();
+      if (parseLong(arg.slice(2)) === 'unknown') throw unknown(arg, undefined);
+    }
+  } catch (e) {
+    if (e instanceof ParseExit) return { kind: 'exit', code: e.code, stdout: e.stdout, stderr: e.stderr };
+    throw e;
+  }
+  return { kind: 'ok', args: out };
+}
+
+function printFailure(io: Io, e: unknown): number {
+  if (e instanceof DelegatedGitFailed) {
+    io.err(e.stderr);
+    return e.status;
+  }
+  if (e instanceof GitError && e.code === 'usage') return reportError(io, new UsageError(e.message, HASH_OBJECT_USAGE));
+  if (e instanceof HashObjectError) for (const d of e.details) io.err(`error: ${d}\n`);
+  return reportError(io, e);
+}
+
+export async function runHashObject(argv: string[], ctx: CliContext): Promise<number> {
+  const { io } = ctx;
+  const parsed = parseHashObjectArgs(argv);
+  if (parsed.kind === 'exit') {
+    if (parsed.stderr) io.err(parsed.stderr);
+    if (parsed.stdout) io.out(parsed.stdout);
+    return parsed.code;
+  }
+  const a = parsed.args;
+  if (a.write && io.env === process.env && process.env.UV_THREADPOOL_SIZE === undefined) {
+    // -w deflates on the libuv pool, 4 threads unless told otherwise: one per core, read when the
+    // pool starts (nothing has used it yet).
+    process.env.UV_THREADPOOL_SIZE = String(Math.min(128, Math.max(4, availableParallelism())));
+  }
+  const opts: HashObjectOptions = {
+    ...a,
+    cwd: ctx.cwd,
+    gitDir: ctx.gitDir,
+    env: io.env,
+    stdinFd: 0,
+  };
+  try {
+    await hashObjects(opts, {
+      onId: (hex) => io.out(hex + '\n'),
+      onStderr: (t) => io.err(t),
+    });
+    return 0;
+  } catch (e) {
+    return printFailure(io, e);
+  }
+}
