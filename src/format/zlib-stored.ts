@@ -27,8 +27,12 @@ export function adler32(data: Uint8Array): number {
   return ((b << 16) | a) >>> 0;
 }
 
-/** Writes `data` as a level-0 zlib stream into `out` at `pos`; returns the bytes written. */
-export function writeStoredZlib(data: Uint8Array, out: Uint8Array, pos: number): number {
+/**
+ * Writes `data` as a level-0 zlib stream into `out` at `pos`; returns the bytes written. `adler`
+ * is the Adler-32 of `data` when the caller already has it (the trailer of a zlib stream that
+ * zlib has just inflated to `data`, and checked).
+ */
+export function writeStoredZlib(data: Uint8Array, out: Uint8Array, pos: number, adler?: number): number {
   let p = pos;
   out[p++] = 0x78;
   out[p++] = 0x01;
@@ -46,7 +50,7 @@ export function writeStoredZlib(data: Uint8Array, out: Uint8Array, pos: number):
     p += len;
     i += len;
   } while (i < n);
-  const ad = adler32(data);
+  const ad = adler ?? adler32(data);
   out[p++] = ad >>> 24;
   out[p++] = (ad >>> 16) & 0xff;
   out[p++] = (ad >>> 8) & 0xff;
@@ -64,8 +68,9 @@ export function storedZlib(data: Uint8Array): Buffer {
  * Inflates a stream made only of stored blocks and compares it with `plain` without zlib: the
  * block framing (LEN/NLEN), the content and the Adler-32 must all agree. Returns false for any
  * stream that is not exactly `plain` in stored blocks (the caller then falls back to zlib).
+ * `adler`, when given, is the Adler-32 of `plain` as zlib checked it.
  */
-export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array): boolean {
+export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: number): boolean {
   if (stream.length < 7 || stream[0] !== 0x78 || ((stream[0]! << 8) | stream[1]!) % 31 !== 0 || stream[1]! & 0x20) return false;
   let p = 2;
   let i = 0;
@@ -85,5 +90,5 @@ export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array): boolean
   }
   if (i !== plain.length || p + 4 !== stream.length) return false;
   const ad = ((stream[p]! << 24) | (stream[p + 1]! << 16) | (stream[p + 2]! << 8) | stream[p + 3]!) >>> 0;
-  return ad === adler32(plain);
+  return ad === (adler ?? adler32(plain));
 }

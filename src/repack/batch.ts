@@ -55,15 +55,18 @@ export function setBatchDicts(src: Buffer[] | undefined, dst: Buffer[] | undefin
 
 const FROM_ZLIB = -2;
 
+/** Where level-0 re-encodes inflate to (grows to the largest entry; large ones are let go). */
+let scratch = Buffer.allocUnsafeSlow(1 << 16);
+
 /**
  * An entry's data as it was before compression, from a zlib stream (whose Adler-32 zlib checks)
  * or a zstd pack's encoding (lean frames carry no checksum: the entry's CRC32 in the zstd
  * pack's index is checked first).
  */
-function plainOf(job: BatchJob, i: number, raw: Buffer, data: Buffer): Buffer {
+function plainOf(job: BatchJob, i: number, raw: Buffer, data: Buffer, into?: Buffer): Buffer {
   const size = job.size[i]!;
   const sd = job.srcDict?.[i] ?? FROM_ZLIB;
-  if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+  if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!, into);
   if (crc32(raw) !== job.crc[i]) throw new GitError('bad-pack', `${fileOf(job, i)}: entry does not match its CRC32 in the index at offset ${job.offset[i]}`, { file: fileOf(job, i), offset: job.offset[i]! });
   if (data.length === size) return data;
   if (zstdIn === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
@@ -113,19 +116,24 @@ export function runBatch(job: BatchJob): BatchResult {
         else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain)) return fail(job, i, 'entry re-encoded does not decompress to the same bytes', 'verify-failed');
         others.push({ i, data: Buffer.from(frame) });
       } else if (mode === REENCODE) {
-        const plain = plainOf(job, i, raw, data);
         const level = job.level[i]!;
+        // Level 0 inflates into this thread's scratch buffer: the bytes are copied into the
+        // result right away.
+        if (level === 0 && job.size[i]! + 1 > scratch.length) scratch = Buffer.allocUnsafeSlow(Math.max(job.size[i]! + 1, scratch.length * 2));
+        const plain = plainOf(job, i, raw, data, level === 0 ? scratch : undefined);
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
         if (level === 0) {
+          // From a zlib source, the Adler-32 of the bytes is its trailer, which zlib has checked.
+          const adler = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB ? data.readUInt32BE(data.length - 4) : undefined;
           const need = storedAt + storedZlibLength(plain.length);
           if (need > out.length) {
             const grown = Buffer.from(new ArrayBuffer(Math.max(need, out.length * 2)));
             out.copy(grown, 0, 0, storedAt);
             out = grown;
           }
-          const n = writeStoredZlib(plain, out, storedAt);
-          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          const n = writeStoredZlib(plain, out, storedAt, adler);
+          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain, adler)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
           outStart[i] = storedAt;
           outLen[i] = n;
           storedAt += n;
@@ -140,6 +148,7 @@ export function runBatch(job: BatchJob): BatchResult {
       return fail(job, i, err.message ?? String(e), err.code ?? 'bad-object');
     }
   }
+  if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);
   if (others.length > 0) {
     let total = storedAt;
     for (const o of others) total += o.data.length;

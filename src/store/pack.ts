@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
-import { inflateSync } from 'node:zlib';
+import { threadInflater } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
@@ -427,23 +427,21 @@ export class Pack {
   }
 }
 
-/** Inflates a complete zlib stream of known output size; any deviation is a corrupt-entry error. */
-export function inflateExact(data: Uint8Array, size: number, file: string, offset: number): Buffer {
-  let r: { buffer: Buffer; engine: { bytesWritten: number } };
-  try {
-    // chunkSize: one allocation of exactly the declared size. The default (16 KiB chunks) would
-    // keep 16 KiB alive behind every small object until the next GC.
-    r = inflateSync(data, { info: true, maxOutputLength: Math.max(size, 1), chunkSize: Math.max(64, size + 1) }) as unknown as typeof r;
-  } catch (e) {
-    const err = e as NodeJS.ErrnoException;
-    const why = err.code === 'ERR_BUFFER_TOO_LARGE' ? `inflates to more than the declared ${size} bytes` : `zlib: ${err.message}`;
-    throw corrupt('bad-object', file, offset, `corrupt object data (${why})`);
+/**
+ * Inflates a complete zlib stream of known output size; any deviation is a corrupt-entry error.
+ * The result is exactly `size` bytes of its own memory (never a slice of a shared pool, which a
+ * cached small object would keep alive), or of `into` when given (at least `size + 1` bytes).
+ */
+export function inflateExact(data: Uint8Array, size: number, file: string, offset: number, into?: Buffer): Buffer {
+  const out = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafeSlow(size + 1);
+  const r = threadInflater().inflate(data, out);
+  if (r.error !== undefined) throw corrupt('bad-object', file, offset, `corrupt object data (zlib: ${r.error})`);
+  if (r.produced > size) throw corrupt('bad-object', file, offset, `corrupt object data (inflates to more than the declared ${size} bytes)`);
+  if (r.produced !== size) {
+    throw corrupt('bad-object', file, offset, `inflated size ${r.produced} does not match declared size ${size}`);
   }
-  if (r.buffer.length !== size) {
-    throw corrupt('bad-object', file, offset, `inflated size ${r.buffer.length} does not match declared size ${size}`);
+  if (r.consumed !== data.length) {
+    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.consumed} of ${data.length} bytes`);
   }
-  if (r.engine.bytesWritten !== data.length) {
-    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.engine.bytesWritten} of ${data.length} bytes`);
-  }
-  return r.buffer;
+  return out.subarray(0, size);
 }

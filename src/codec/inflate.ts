@@ -1,0 +1,84 @@
+import zlib from 'node:zlib';
+
+/**
+ * One zlib inflate engine, reset and reused for every stream, instead of `zlib.inflateSync`,
+ * which builds a stream object and a fresh engine (inflateInit: state and 32 KiB window) per call.
+ * On git.git's 587k commits and trees that construction cost more than the inflating itself
+ * (see docs/benchmarks.md). It drives the engine's native handle the way `zlib.inflateSync` does
+ * internally (`processChunkSync`): one `writeSync` with Z_FINISH into an output of the declared
+ * size plus one byte. Where the handle is not there (another runtime), it falls back to
+ * `inflateSync`.
+ *
+ * The outcome of one call, for an output buffer of `size + 1` bytes:
+ * - zlib reported an error (bad data, bad Adler-32, stream cut short): `error` is its message;
+ * - the output filled up: the stream inflates to more than `size` bytes;
+ * - otherwise zlib reached Z_STREAM_END: `produced` bytes came out of the first `consumed` bytes.
+ */
+interface NativeHandle {
+  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
+  reset(): void;
+  onerror: (message: string, errno: number) => void;
+}
+
+export interface InflateOutcome {
+  produced: number;
+  consumed: number;
+  error: string | undefined;
+}
+
+const Z_FINISH = zlib.constants.Z_FINISH;
+
+export class Inflater {
+  private readonly stream: zlib.Inflate | undefined;
+  private readonly handle: NativeHandle | undefined;
+  private readonly state: Uint32Array | undefined;
+  private error: string | undefined;
+  private dirty = false;
+
+  constructor() {
+    const s = new zlib.Inflate() as unknown as { _handle?: NativeHandle; _writeState?: Uint32Array };
+    if (s._handle !== undefined && s._writeState instanceof Uint32Array && typeof s._handle.writeSync === 'function' && typeof s._handle.reset === 'function') {
+      this.stream = s as unknown as zlib.Inflate;
+      this.handle = s._handle;
+      this.state = s._writeState;
+      this.handle.onerror = (message: string) => {
+        this.error = message;
+      };
+    }
+  }
+
+  /** Inflates `input` (one complete zlib stream) into `out`; see the class comment. */
+  inflate(input: Uint8Array, out: Uint8Array): InflateOutcome {
+    if (this.handle === undefined) return fallback(input, out);
+    if (this.dirty) this.handle.reset();
+    this.dirty = true;
+    this.error = undefined;
+    this.handle.writeSync(Z_FINISH, input, 0, input.length, out, 0, out.length);
+    const availOut = this.state![0]!;
+    const availIn = this.state![1]!;
+    return { produced: out.length - availOut, consumed: input.length - availIn, error: this.error };
+  }
+
+  close(): void {
+    this.stream?.close();
+  }
+}
+
+function fallback(input: Uint8Array, out: Uint8Array): InflateOutcome {
+  try {
+    const r = zlib.inflateSync(input, { info: true, maxOutputLength: Math.max(out.length, 1) }) as unknown as { buffer: Buffer; engine: { bytesWritten: number } };
+    out.set(r.buffer.subarray(0, out.length));
+    return { produced: r.buffer.length, consumed: r.engine.bytesWritten, error: undefined };
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (err.code === 'ERR_BUFFER_TOO_LARGE') return { produced: out.length, consumed: 0, error: undefined };
+    return { produced: 0, consumed: 0, error: err.message };
+  }
+}
+
+let shared: Inflater | undefined;
+
+/** The inflater of this thread (JavaScript runs one call at a time per thread). */
+export function threadInflater(): Inflater {
+  return (shared ??= new Inflater());
+}
