@@ -209,14 +209,15 @@ describe('config and levels', () => {
 
   const cfg = (text: string) => new GitConfig(parseConfigList(Buffer.from(text)));
   it.each([
-    ['nothing', {}, '', [-1, -1, -1, -1]],
+    ['nothing: every type kept as it is', {}, '', ['keep', 'keep', 'keep', 'keep']],
     ['core.compression', {}, 'core.compression\n3\0', [3, 3, 3, 3]],
     ['pack.compression beats core', {}, 'core.compression\n3\0pack.compression\n4\0', [4, 4, 4, 4]],
     ['graph key', {}, 'pack.compression\n4\0pack.graphcompression\n0\0', [0, 0, 4, 4]],
-    ['type key beats graph key', {}, 'pack.graphcompression\n0\0pack.treecompression\n6\0', [0, 6, -1, -1]],
+    ['type key beats graph key', {}, 'pack.graphcompression\n0\0pack.treecompression\n6\0', [0, 6, 'keep', 'keep']],
     ['--compression flag beats every key', { compression: 2 }, 'pack.graphcompression\n0\0pack.blobcompression\n9\0', [2, 2, 2, 2]],
     ['graph flag beats --compression', { graph: 0, compression: 9 }, '', [0, 0, 9, 9]],
-    ['type flag beats graph flag', { graph: 0, tree: 5 }, '', [0, 5, -1, -1]],
+    ['type flag beats graph flag', { graph: 0, tree: 5 }, '', [0, 5, 'keep', 'keep']],
+    ['keep as a flag', { graph: 0, blob: 'keep' }, 'pack.compression\n9\0', [0, 0, 'keep', 9]],
   ] as const)('%s', (_n, flags, text, want) => {
     const l = resolveLevels(flags, cfg(text));
     expect([l[1], l[2], l[3], l[4]]).toEqual(want);

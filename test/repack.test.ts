@@ -177,12 +177,45 @@ describe('what stays and what goes', () => {
     expect(fs.statSync(listPacks(repo)[0]!).size).toBe(predicted);
   });
 
+  it('a type no flag or key sets is kept at whatever level it has; setting it re-encodes', () => {
+    const repo = useFixtureCopy('basic');
+    // Every entry at level 1 (FLEVEL 0, not stored), as a pack written with pack.compression=1.
+    gitOk(['-c', 'pack.compression=1', 'repack', '-a', '-d', '-F', '-q'], { cwd: repo });
+    const before = objectSet(repo);
+    const levelsOf = (): Record<string, Set<string>> => {
+      const pack = listPacks(repo)[0]!;
+      const bytes = fs.readFileSync(pack);
+      const seen: Record<string, Set<string>> = {};
+      for (const e of verifyPack(repo, pack).entries) {
+        const z = entryZlibInfo(bytes, e.offset, 20);
+        (seen[e.type] ??= new Set()).add(`${z.flevel}${z.stored ? ' stored' : ''}`);
+      }
+      return seen;
+    };
+    const blobsAt1 = levelsOf().blob!;
+    expect([...blobsAt1].every((l) => l.startsWith('0'))).toBe(true);
+    const r = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
+    expect(r.levels.blob).toBe('keep');
+    expect(r.partitions[0].stats.reencoded.blob).toBe(0);
+    const after = levelsOf();
+    expect(after.commit).toEqual(new Set(['0 stored']));
+    expect(after.tree).toEqual(new Set(['0 stored']));
+    expect(after.blob).toEqual(blobsAt1);
+    // Asked for, the blobs move to the default level.
+    const again = JSON.parse(toolOk(['--json', '--graph-compression=0', '--blob-compression=-1'], { cwd: repo }));
+    expect(again.partitions[0].stats.reencoded.blob).toBeGreaterThan(0);
+    // (zlib at level 6 may still store a block it cannot shrink: FLEVEL is what counts.)
+    expect(new Set([...levelsOf().blob!].map((l) => l[0]))).toEqual(new Set(['2']));
+    expect(objectSet(repo)).toEqual(before);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+
   it('levels come from config with git precedence', () => {
     const repo = useFixtureCopy('basic');
     gitOk(['config', 'pack.graphCompression', '0'], { cwd: repo });
     gitOk(['config', 'pack.treeCompression', '6'], { cwd: repo });
     const out = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo }));
-    expect(out.levels).toEqual({ commit: 0, tree: 6, blob: -1, tag: -1 });
+    expect(out.levels).toEqual({ commit: 0, tree: 6, blob: 'keep', tag: 'keep' });
     const flag = JSON.parse(toolOk(['--json', '--dry-run', '--tree-compression=2'], { cwd: repo }));
     expect(flag.levels.tree).toBe(2);
     const viaC = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env: { GIT_CONFIG_PARAMETERS: "'pack.blobcompression'='3'" } }));

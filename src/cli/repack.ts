@@ -15,7 +15,7 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
     --graph-compression <n>
                           zlib level (-1..9, or auto) for commits and trees
     --commit-compression <n>, --tree-compression <n>, --blob-compression <n>, --tag-compression <n>
-                          zlib level for one object type
+                          zlib level for one object type (or keep: as it is)
     --compression <n>     zlib level for every type without a more specific setting
     --dry-run             show what would change; touch nothing
     --json                print a machine-readable summary
@@ -30,7 +30,8 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
     --progress            force progress on stderr
 
 Levels also come from config: pack.commitCompression, pack.treeCompression, pack.blobCompression,
-pack.tagCompression, pack.graphCompression, pack.compression, core.compression.
+pack.tagCompression, pack.graphCompression, pack.compression, core.compression. A type none of
+them sets keeps its entries as they are.
 `;
 
 function pct(a: number, b: number): string {

@@ -8,6 +8,7 @@ import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit,
 import type { Scenario } from '../bench/scenarios.js';
 import { runReaderExperiments, type ReaderExperimentName, type ReaderResults } from '../bench/reader.js';
 import { withAutoRuleAsync } from '../repack/auto.js';
+import type { Level } from '../repack/levels.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
@@ -93,7 +94,7 @@ export interface Cell {
 export interface ScenarioResult {
   name: string;
   description: string;
-  levels: { commit: number | 'auto'; tree: number | 'auto'; blob: number | 'auto'; tag: number | 'auto' };
+  levels: { commit: Level; tree: Level; blob: Level; tag: Level };
   /** Sum of the `.pack` files after the rewrite. */
   packBytes: number;
   /** Everything under objects/ but the commit-graph. */

@@ -304,12 +304,23 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
       tmpFiles.push(tmp.pack, tmp.idx, tmp.rev);
       step = `writing the new pack ${tmp.pack}`;
-      const { stats, written: w } = await rewritePartition(
+      // One pack, nothing loose, and no file of it missing: it may already be the result.
+      const skipIfUnchanged = !opts.dryRun && sources.length === 1 && loose.length === 0 && (!writeRev || sources[0]!.rev);
+      const {
+        stats,
+        written: w,
+        unchanged,
+      } = await rewritePartition(
         { kind, packs: sources.map((p) => opened.get(p.base)!), loose, looseDir: repo.objectsDir },
-        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress, signal: opts.signal },
+        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress, signal: opts.signal, skipIfUnchanged },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
       result.partitions.push(pr);
+      if (unchanged === true) {
+        pr.newPack = sources[0]!.name;
+        pr.unchanged = true;
+        continue;
+      }
       if (w === undefined) continue;
       const final = `pack-${toHex(w.checksum)}`;
       pr.newPack = final;
@@ -335,6 +346,9 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       const np = Pack.open(x.w.packPath, algo, x.w.idxPath);
       try {
         proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
+        // The writing thread fsyncs while the proof reads: the pack is on disk before anything
+        // is installed or removed.
+        await x.w.durable;
       } finally {
         np.close();
       }

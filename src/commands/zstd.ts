@@ -220,6 +220,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     const np = Pack.open(written.packPath, algo, written.idxPath);
     try {
       proveWritten(np, { header: encodePackHeader(written.count), checksum: written.checksum }, [z], [], () => false, opts.onProgress);
+      await written.durable;
     } finally {
       np.close();
     }

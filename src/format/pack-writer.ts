@@ -1,14 +1,30 @@
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { Hash } from 'node:crypto';
 import type { HashAlgo } from '../hash/algo.js';
+import { GitError } from '../errors.js';
 import { encodePackHeader } from './pack.js';
+
+/** A pack being written: entries in order, each entry's CRC32 into `crcs[slot]`. */
+export interface PackSink {
+  /** Bytes written so far (the offset of the next entry). */
+  readonly offset: number;
+  writeEntry(header: Uint8Array, data: Uint8Array, slot: number): void;
+  /**
+   * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
+   * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed.
+   */
+  finish(): Promise<{ checksum: Buffer; durable: Promise<void> }>;
+  /** Stops without finishing (the caller removes the file). */
+  abort(): Promise<void>;
+}
 
 /**
  * Writes a pack sequentially, hashing as it writes (git's `hashfile`): entries are appended
- * through a buffer, each entry's CRC32 is returned, and `finish` appends the trailer and fsyncs.
+ * through a buffer, each entry's CRC32 is stored, and `finish` appends the trailer and fsyncs.
  */
-export class PackFileWriter {
+export class PackFileWriter implements PackSink {
   private readonly buf: Buffer;
   private used = 0;
   private fd: number;
@@ -20,6 +36,7 @@ export class PackFileWriter {
     readonly path: string,
     readonly algo: HashAlgo,
     count: number,
+    private readonly crcs: Uint32Array,
     /** Another header than git's `PACK` one (the zstd pack's). */
     header?: Buffer,
     bufferSize = 4 << 20,
@@ -67,15 +84,20 @@ export class PackFileWriter {
     this.offset += data.length;
   }
 
-  /** Appends one entry (header bytes, then compressed data); returns its CRC32. */
-  writeEntry(header: Uint8Array, data: Uint8Array): number {
+  /** Appends one entry (header bytes, then compressed data). */
+  writeEntry(header: Uint8Array, data: Uint8Array, slot: number): void {
     this.append(header);
     this.append(data);
-    return crc32(data, crc32(header));
+    // (Node's crc32 of nothing is 0 whatever the value it continues from.)
+    this.crcs[slot] = data.length === 0 ? crc32(header) : crc32(data, crc32(header));
+  }
+
+  finish(): Promise<{ checksum: Buffer; durable: Promise<void> }> {
+    return Promise.resolve({ checksum: this.finishSync(), durable: Promise.resolve() });
   }
 
   /** Appends the trailer hash, fsyncs and closes; returns the checksum (the pack's name). */
-  finish(): Buffer {
+  finishSync(): Buffer {
     this.flush();
     const sum = this.hash.digest();
     let done = 0;
@@ -88,7 +110,174 @@ export class PackFileWriter {
   }
 
   /** Closes without finishing (the caller removes the file). */
-  abort(): void {
+  abort(): Promise<void> {
+    this.abortSync();
+    return Promise.resolve();
+  }
+
+  abortSync(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+/** Layout of the shared control words of a `ThreadedPackWriter` with K ring buffers. */
+export const CTL = {
+  /** Word k (k < K): 0 while buffer k is the writer's to fill, 1 once handed to the thread. */
+  used: (K: number, k: number): number => K + k,
+  /** Entries begun (their header appended) when buffer k was handed over. */
+  begun: (K: number, k: number): number => 2 * K + k,
+  final: (K: number, k: number): number => 3 * K + k,
+  error: (K: number): number => 4 * K,
+  abort: (K: number): number => 4 * K + 1,
+  words: (K: number): number => 4 * K + 2,
+};
+
+export interface WriterThreadData {
+  fd: number;
+  hash: string;
+  buffers: number;
+  bufferSize: number;
+  control: SharedArrayBuffer;
+  ring: SharedArrayBuffer;
+  /** The rewrite's shared tables: each slot's file offset, the slots in write order, CRC32s. */
+  offsets: SharedArrayBuffer;
+  order: SharedArrayBuffer;
+  crcs: SharedArrayBuffer;
+}
+
+/**
+ * The same job on a second thread, for large rewrites: this thread only copies entries into a
+ * ring of shared buffers; the writing thread computes the CRC32s, hashes, writes and fsyncs
+ * (together about a third of a git.git rewrite's main-thread time). Each entry's offset must be
+ * in `offsets[slot]` before `writeEntry`, and `order` must list the slots in the order written.
+ */
+export class ThreadedPackWriter implements PackSink {
+  private static readonly K = 4;
+  offset = 0;
+  private readonly ctl: Int32Array;
+  private readonly views: Buffer[];
+  private readonly worker: Worker;
+  private fd: number;
+  private k = 0;
+  private used = 0;
+  private begun = 0;
+  private readonly checksum: Promise<Buffer>;
+  private readonly durable: Promise<void>;
+  private failure: Error | undefined;
+
+  constructor(
+    readonly path: string,
+    algo: HashAlgo,
+    count: number,
+    tables: { offsets: Float64Array; order: Uint32Array; crcs: Uint32Array },
+    private readonly bufferSize = 4 << 20,
+  ) {
+    const K = ThreadedPackWriter.K;
+    for (const t of [tables.offsets, tables.order, tables.crcs]) {
+      if (!(t.buffer instanceof SharedArrayBuffer)) throw new TypeError('ThreadedPackWriter needs tables in shared memory');
+    }
+    const control = new SharedArrayBuffer(4 * CTL.words(K));
+    const ring = new SharedArrayBuffer(K * bufferSize);
+    this.ctl = new Int32Array(control);
+    this.views = Array.from({ length: K }, (_, k) => Buffer.from(ring, k * bufferSize, bufferSize));
+    this.fd = openSync(path, 'wx', 0o444);
+    const data: WriterThreadData = {
+      fd: this.fd,
+      hash: algo.name,
+      buffers: K,
+      bufferSize,
+      control,
+      ring,
+      offsets: tables.offsets.buffer as SharedArrayBuffer,
+      order: tables.order.buffer as SharedArrayBuffer,
+      crcs: tables.crcs.buffer as SharedArrayBuffer,
+    };
+    this.worker = new Worker(new URL('./pack-writer-thread.js', import.meta.url), { workerData: data });
+    let gotSum: (b: Buffer) => void;
+    let gotDurable: () => void;
+    let failed: (e: Error) => void;
+    this.checksum = new Promise((res, rej) => {
+      gotSum = res;
+      failed = rej;
+    });
+    let failedDurable: (e: Error) => void;
+    this.durable = new Promise((res, rej) => {
+      gotDurable = res;
+      failedDurable = rej;
+    });
+    // Nobody may be waiting for these when a run is aborted.
+    this.checksum.catch(() => {});
+    this.durable.catch(() => {});
+    const fail = (e: Error): void => {
+      this.failure ??= e;
+      failed(e);
+      failedDurable(e);
+    };
+    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean; error?: { message: string; code?: string } }) => {
+      if (m.checksum !== undefined) gotSum(Buffer.from(m.checksum));
+      else if (m.durable) gotDurable();
+      else if (m.error) fail(new GitError('io', `cannot write ${path}: ${m.error.message}`, { file: path }));
+    });
+    this.worker.on('error', (e) => fail(e));
+    this.worker.on('exit', () => fail(new GitError('io', `the thread writing ${path} stopped`, { file: path })));
+    this.append(encodePackHeader(count));
+  }
+
+  writeEntry(header: Uint8Array, data: Uint8Array): void {
+    this.begun++;
+    this.append(header);
+    this.append(data);
+  }
+
+  private append(data: Uint8Array): void {
+    let p = 0;
+    while (p < data.length) {
+      const n = Math.min(data.length - p, this.bufferSize - this.used);
+      this.views[this.k]!.set(n === data.length ? data : data.subarray(p, p + n), this.used);
+      this.used += n;
+      p += n;
+      if (this.used === this.bufferSize) this.handOver(false);
+    }
+    this.offset += data.length;
+  }
+
+  /** Hands the current buffer to the thread and waits (blocking) until the next one is free. */
+  private handOver(final: boolean): void {
+    const K = ThreadedPackWriter.K;
+    const k = this.k;
+    this.ctl[CTL.used(K, k)] = this.used;
+    this.ctl[CTL.begun(K, k)] = this.begun;
+    this.ctl[CTL.final(K, k)] = final ? 1 : 0;
+    Atomics.store(this.ctl, k, 1);
+    Atomics.notify(this.ctl, k);
+    this.k = (k + 1) % K;
+    this.used = 0;
+    if (final) return;
+    while (Atomics.load(this.ctl, this.k) !== 0) {
+      if (Atomics.load(this.ctl, CTL.error(K)) !== 0) throw this.failure ?? new GitError('io', `cannot write ${this.path}`, { file: this.path });
+      Atomics.wait(this.ctl, this.k, 1, 200);
+    }
+  }
+
+  async finish(): Promise<{ checksum: Buffer; durable: Promise<void> }> {
+    this.handOver(true);
+    const checksum = await this.checksum;
+    this.offset += checksum.length;
+    const durable = this.durable.then(() => {
+      closeSync(this.fd);
+      this.fd = -1;
+    });
+    durable.catch(() => {}); // awaited by the caller, but maybe only after it stopped on an error
+    return { checksum, durable };
+  }
+
+  async abort(): Promise<void> {
+    const K = ThreadedPackWriter.K;
+    Atomics.store(this.ctl, CTL.abort(K), 1);
+    for (let k = 0; k < K; k++) Atomics.notify(this.ctl, k);
+    await this.worker.terminate();
+    // Closed only once the thread is gone: it can no longer write to this number.
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
   }

@@ -2,8 +2,12 @@ import { GitError } from '../errors.js';
 import type { GitConfig } from '../store/config.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
 
-/** A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; or `auto` (see auto.ts). */
-export type Level = number | 'auto';
+/**
+ * A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; `auto` (see auto.ts); or `keep`:
+ * entries stay as they are, whatever their level (what a type gets when no flag or config key
+ * sets one: a rewrite changes only what was asked for, like `git repack` reusing entries).
+ */
+export type Level = number | 'auto' | 'keep';
 
 export interface LevelFlags {
   compression?: Level | undefined;
@@ -24,8 +28,9 @@ export function isLevel(n: number): boolean {
 /** Parses a level given on the command line; anything else is a usage error. */
 export function parseLevelFlag(name: string, v: string): Level {
   if (v.trim() === 'auto') return 'auto';
+  if (v.trim() === 'keep') return 'keep';
   const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9 (or auto), not '${v}'`);
+  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${v}'`);
   return n;
 }
 
@@ -40,7 +45,7 @@ function configLevel(config: GitConfig, key: string): Level | undefined {
 /**
  * Per-type levels. Precedence: the type's flag, `--graph-compression` (commits and trees),
  * `--compression`, then the type's config key, `pack.graphCompression`, `pack.compression`,
- * `core.compression`, and -1.
+ * `core.compression`; with none of them the type's entries are kept as they are (`keep`).
  */
 export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   const packDefault = configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression');
@@ -49,7 +54,7 @@ export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   }
   const graphKey = configLevel(config, 'pack.graphCompression');
   const pick = (typeFlag: Level | undefined, graphFlag: Level | undefined, key: string, graph: boolean): Level =>
-    typeFlag ?? graphFlag ?? flags.compression ?? configLevel(config, key) ?? (graph ? graphKey : undefined) ?? packDefault ?? -1;
+    typeFlag ?? graphFlag ?? flags.compression ?? configLevel(config, key) ?? (graph ? graphKey : undefined) ?? packDefault ?? 'keep';
   return {
     [OBJ_COMMIT]: pick(flags.commit, flags.graph, 'pack.commitCompression', true),
     [OBJ_TREE]: pick(flags.tree, flags.graph, 'pack.treeCompression', true),
@@ -77,8 +82,12 @@ export function encodingMatches(level: number, flevel: number, stored: boolean):
   return flevel === flevelOf(level);
 }
 
-/** The level `auto` compresses at: `--compression`, `pack.compression`, `core.compression`, or -1. */
+/**
+ * The level of what must be compressed anew (loose objects, deltas written whole, entries
+ * `auto` compresses, entries of a type at `keep` read from a zstd pack): `--compression`,
+ * `pack.compression`, `core.compression`, or -1.
+ */
 export function fallbackLevel(flags: LevelFlags, config: GitConfig): number {
   const v = flags.compression ?? configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression') ?? -1;
-  return v === 'auto' ? -1 : v;
+  return typeof v === 'number' ? v : -1;
 }

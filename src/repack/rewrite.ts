@@ -7,7 +7,7 @@ import { encodeRev } from '../format/rev.js';
 import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { writeFileDurable } from '../store/files.js';
-import { PackFileWriter } from '../format/pack-writer.js';
+import { PackFileWriter, ThreadedPackWriter, type PackSink } from '../format/pack-writer.js';
 import { storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
@@ -22,6 +22,8 @@ import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import { encodingMatches, type Levels } from './levels.js';
 
+/** levelOf's answer for a type at `keep`. */
+const KEEP = -100;
 /** srcPack value of a loose object. */
 const LOOSE = 0xffff;
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
@@ -64,6 +66,8 @@ export interface WrittenPack {
   revPath: string | undefined;
   checksum: Buffer;
   count: number;
+  /** Resolves once the pack file is fsynced and closed (it may still be on its way to disk). */
+  durable: Promise<void>;
 }
 
 /** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
@@ -90,6 +94,11 @@ export interface RewriteOptions {
   writeRev: boolean;
   onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
   signal?: AbortSignal | undefined;
+  /**
+   * Write nothing when the result would be the one source pack byte for byte (the caller
+   * knows its other files, such as the `.rev`, need nothing either); `unchanged` says so.
+   */
+  skipIfUnchanged?: boolean | undefined;
 }
 
 function emptyCounts(): TypeCounts {
@@ -109,7 +118,7 @@ function bump(c: TypeCounts, type: number): void {
  * (CRC32 against the old idx for copies, inflate-compare for re-encodes, re-hash for objects
  * resolved whole and loose objects).
  */
-export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<{ stats: RewriteStats; written: WrittenPack | undefined }> {
+export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<{ stats: RewriteStats; written: WrittenPack | undefined; unchanged?: boolean }> {
   const { algo, levels } = opts;
   const len = algo.len;
   const progress = opts.onProgress;
@@ -212,7 +221,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
 
   // 4. Output order: selection order, each base hoisted before its deltas; a cycle across copies
   //    or a chain past the depth cap is broken by writing that delta whole.
-  const outOrder = new Uint32Array(n);
+  // In shared memory: the thread that writes a large pack reads the layout from them.
+  const outOrder = new Uint32Array(new SharedArrayBuffer(4 * n));
   const state = new Uint8Array(n); // 0 new, 1 on the chain being placed, 2 placed
   const depth = new Uint16Array(n);
   let placed = 0;
@@ -264,26 +274,73 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     sizeExact: true,
   };
   for (const p of packs) stats.bytesIn += p.size;
-  const outOffset = new Float64Array(n);
-  const outCrc = new Uint32Array(n);
+  const outOffset = new Float64Array(new SharedArrayBuffer(8 * n));
+  const outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
   const outType = new Uint8Array(n);
   const zout = opts.zpack;
   if (zout !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
   const header = zout === undefined ? undefined : encodeZpackHeader({ count: n, algo, promisor: zout.promisor, level: zout.level, dicts: zout.dicts, refs: zout.refs });
-  const writer = opts.dryRun ? undefined : new PackFileWriter(opts.tmp.pack, algo, n, header);
+  if (packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
+  const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
+  // `auto` decides per entry from its inflated size and current compressed length; the
+  // fallback is what the other settings would give (pack.compression, core.compression, -1).
+  // `keep` gives KEEP: the entry is copied as it is when it can be, else compressed at the fallback.
+  const levelOf = (t: number, size: number, packedLen: number | undefined): number => {
+    const l = levels[t as 1 | 2 | 3 | 4];
+    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l === 'keep' ? KEEP : l;
+  };
+  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || (wantWhole[s] === 1 && isDelta(scans[srcPack[s]!]!.type[srcIdx[s]!]!));
+  /**
+   * Whether the pack written would be the one source pack byte for byte: every entry copied, in
+   * the same order, at the same offset, with the same header. Then nothing is written at all.
+   */
+  const sameAsSource = (): boolean => {
+    if (opts.skipIfUnchanged !== true || opts.dryRun || zout !== undefined) return false;
+    if (packs.length !== 1 || input.loose.length > 0 || excluded > 0 || dups > 0) return false;
+    const pack = packs[0]!;
+    const scan = scans[0]!;
+    if (pack.isZpack || n !== pack.count) return false;
+    let off = 12;
+    for (let k = 0; k < n; k++) {
+      const s = outOrder[k]!;
+      if (isDirect(s)) return false;
+      const j = srcIdx[s]!;
+      if (pack.idx.offsets[j] !== off || scan.stored[j] === 2) return false;
+      const b = base[s]!;
+      const type = b >= 0 ? outType[b]! : scan.type[j]!;
+      if (!isBaseType(type)) return false;
+      outType[s] = type;
+      const end = pack.end(j);
+      const level = levelOf(type, scan.size[j]!, end - off - scan.headerLen[j]!);
+      if (level !== KEEP && !encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1)) return false;
+      let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
+      if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
+      if (hl !== scan.headerLen[j]) return false;
+      off = end;
+    }
+    return off === pack.dataEnd;
+  };
+  if (sameAsSource()) {
+    stats.copied = n;
+    stats.bytesOut = packs[0]!.size;
+    return { stats, written: undefined, unchanged: true };
+  }
+  const pool = opts.dryRun ? undefined : new BatchPool(BatchPool.threadsFor(n));
+  let writer: PackSink | undefined;
+  let zwriter: PackFileWriter | undefined;
+  try {
+    if (pool === undefined) writer = undefined;
+    else if (zout !== undefined || pool.threads === 0) writer = zwriter = new PackFileWriter(opts.tmp.pack, algo, n, outCrc, header);
+    else writer = new ThreadedPackWriter(opts.tmp.pack, algo, n, { offsets: outOffset, order: outOrder, crcs: outCrc });
+  } catch (e) {
+    await pool?.close();
+    throw e;
+  }
   let offset = writer?.offset ?? 12;
   // Dictionary of each kind in the output (zstd), and the one zstd source pack's dictionaries.
   const outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
   const zsrc = packs.filter((p) => p.isZpack);
   let mainZstd: ZstdCodec | undefined;
-  if (zsrc.length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
-  const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  // `auto` decides per entry from its inflated size and current compressed length; the
-  // fallback is what the other settings would give (pack.compression, core.compression, -1).
-  const levelOf = (t: number, size: number, packedLen: number | undefined): number => {
-    const l = levels[t as 1 | 2 | 3 | 4];
-    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l;
-  };
 
   const emit = (s: number, type: number, size: number, baseSel: number, data: Uint8Array | number): void => {
     let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
@@ -292,7 +349,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     if (writer === undefined || typeof data === 'number') {
       offset += hl + (typeof data === 'number' ? data : data.length); // dry run: just the size
     } else {
-      outCrc[s] = writer.writeEntry(hdr.subarray(0, hl), data);
+      writer.writeEntry(hdr.subarray(0, hl), data, s);
       offset += hl + data.length;
     }
   };
@@ -316,7 +373,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       stats.whole++;
     }
     outType[s] = obj.type;
-    const level = levelOf(obj.type, obj.data.length, undefined);
+    let level = levelOf(obj.type, obj.data.length, undefined);
+    if (level === KEEP) level = opts.autoFallback ?? -1;
     let data: Buffer | number;
     if (zout !== undefined) {
       mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
@@ -337,15 +395,15 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const type = b >= 0 ? outType[b]! : scan.type[j]!;
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    const level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
+    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
+    const keep = level === KEEP;
+    if (keep) level = opts.autoFallback ?? -1;
     // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
-    const matches = zout === undefined && scan.stored[j] !== 2 && encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1);
+    const matches = zout === undefined && scan.stored[j] !== 2 && (keep || encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1));
     if (matches) stats.copied++;
     else bump(stats.reencoded, type);
     return { type, level, matches };
   };
-
-  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || (wantWhole[s] === 1 && isDelta(scans[srcPack[s]!]!.type[srcIdx[s]!]!));
 
   if (opts.dryRun) {
     for (let k = 0; k < n; k++) {
@@ -372,7 +430,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
 
   // Batches of consecutive output entries: their source bytes are read in as few spans as
   // possible, checked and re-encoded on worker threads (or inline), then written in order.
-  const pool = new BatchPool(BatchPool.threadsFor(n));
+  if (pool === undefined) throw new Error('no thread pool for a rewrite that writes');
   if (zsrc.length > 0 || zout !== undefined) pool.setDicts(zsrc[0]?.zstdDicts.dicts, zout?.dicts.map((d) => d.data));
   const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
   const pipelineDepth = Math.max(2, pool.threads * 4 + 2);
@@ -511,7 +569,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
 
     // A zstd pack carries its index, whose pack checksum is the hash of everything before it.
     const indexStart = writer.offset;
-    const checksum = zout !== undefined ? writer.checksumSoFar() : writer.finish();
+    let checksum: Buffer;
+    let durable: Promise<void>;
+    if (zwriter !== undefined && zout !== undefined) {
+      checksum = zwriter.checksumSoFar();
+      durable = Promise.resolve();
+    } else ({ checksum, durable } = await writer.finish());
     // Index: ids sorted (merged from the already sorted source indexes), with the offsets and
     // CRCs just written; the ids are copied from where they are, straight into the idx.
     const sorted = sortedSelection(packs, input.loose, srcPack, srcIdx, n, len);
@@ -539,10 +602,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       algo,
     );
     if (zout !== undefined) {
-      writer.appendRaw(idxBuf);
-      writer.appendRaw(encodeZpackFooter(indexStart));
-      const trailer = writer.finish();
-      return { stats: { ...stats, bytesOut: writer.offset }, written: { packPath: opts.tmp.pack, idxPath: opts.tmp.pack, revPath: undefined, checksum: trailer, count: n } };
+      zwriter!.appendRaw(idxBuf);
+      zwriter!.appendRaw(encodeZpackFooter(indexStart));
+      const trailer = zwriter!.finishSync();
+      return { stats: { ...stats, bytesOut: zwriter!.offset }, written: { packPath: opts.tmp.pack, idxPath: opts.tmp.pack, revPath: undefined, checksum: trailer, count: n, durable } };
     }
     writeDurable(opts.tmp.idx, idxBuf);
     let revPath: string | undefined;
@@ -556,10 +619,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     }
     return {
       stats,
-      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n },
+      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n, durable },
     };
   } catch (e) {
-    writer?.abort();
+    await writer?.abort();
     throw e;
   } finally {
     await pool.close();

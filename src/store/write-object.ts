@@ -379,7 +379,7 @@ export async function writeBulkCheckinPack(
     const write = (b: Buffer, entry: boolean): void => {
       writeAll(fd, b);
       packHash.update(b);
-      if (entry) crc = crc32(b, crc);
+      if (entry && b.length > 0) crc = crc32(b, crc); // crc32 of nothing is 0 in Node, whatever it continues
     };
     write(encodePackHeader(1), false);
     const eh = Buffer.alloc(16);

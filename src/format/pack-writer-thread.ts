@@ -1,0 +1,78 @@
+import { fsyncSync, writeSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { parentPort, workerData } from 'node:worker_threads';
+import { crc32 } from 'node:zlib';
+import { CTL, type WriterThreadData } from './pack-writer.js';
+
+/**
+ * The writing thread of a large rewrite: takes the filled buffers of the ring in order, computes
+ * each entry's CRC32 (entry boundaries from the shared offsets, in write order), hashes and
+ * writes the bytes, then appends the trailer, reports the checksum, fsyncs and closes.
+ */
+const d = workerData as WriterThreadData;
+const K = d.buffers;
+const ctl = new Int32Array(d.control);
+const views = Array.from({ length: K }, (_, k) => Buffer.from(d.ring, k * d.bufferSize, d.bufferSize));
+const offs = new Float64Array(d.offsets);
+const order = new Uint32Array(d.order);
+const crcs = new Uint32Array(d.crcs);
+const hash = createHash(d.hash);
+
+function waitFull(k: number): boolean {
+  while (Atomics.load(ctl, k) !== 1) {
+    if (Atomics.load(ctl, CTL.abort(K)) !== 0) return false;
+    Atomics.wait(ctl, k, 0, 200);
+  }
+  return true;
+}
+
+function run(): void {
+  let k = 0;
+  let g = 0; // file offset of the current buffer's first byte
+  let cur = 0; // write-order index of the entry whose CRC32 is being computed
+  let crc = 0;
+  for (;;) {
+    if (!waitFull(k)) return;
+    const view = views[k]!;
+    const len = ctl[CTL.used(K, k)]!;
+    const begun = ctl[CTL.begun(K, k)]!;
+    const final = ctl[CTL.final(K, k)]! !== 0;
+    let pos = 0;
+    while (cur < begun) {
+      const start = offs[order[cur]!]! - g;
+      if (start >= len) break;
+      if (start > pos) pos = start; // bytes that are no entry's (the pack header)
+      const next = cur + 1 < begun ? offs[order[cur + 1]!]! - g : final ? len : Infinity;
+      const end = Math.min(next, len);
+      if (end > pos) crc = crc32(view.subarray(pos, end), crc);
+      pos = end;
+      if (next > len) break; // continues in the next buffer
+      crcs[order[cur]!] = crc;
+      crc = 0;
+      cur++;
+    }
+    const chunk = view.subarray(0, len);
+    hash.update(chunk);
+    for (let done = 0; done < len; ) done += writeSync(d.fd, chunk, done, len - done);
+    g += len;
+    Atomics.store(ctl, k, 0);
+    Atomics.notify(ctl, k);
+    k = (k + 1) % K;
+    if (final) break;
+  }
+  const sum = hash.digest();
+  for (let done = 0; done < sum.length; ) done += writeSync(d.fd, sum, done, sum.length - done);
+  parentPort!.postMessage({ checksum: sum, entries: cur });
+  fsyncSync(d.fd);
+  // The file is closed by the thread that opened it (a worker closing it draws a warning).
+  parentPort!.postMessage({ durable: true });
+}
+
+try {
+  run();
+} catch (e) {
+  const err = e as NodeJS.ErrnoException;
+  Atomics.store(ctl, CTL.error(K), 1);
+  for (let k = 0; k < K; k++) Atomics.notify(ctl, k);
+  parentPort!.postMessage({ error: { message: err.message, code: err.code } });
+}

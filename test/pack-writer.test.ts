@@ -1,0 +1,91 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { crc32 } from 'node:zlib';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SHA1, SHA256 } from '../src/hash/algo.js';
+// The threaded writer starts its thread from the built file next to it: use the build.
+import { PackFileWriter, ThreadedPackWriter } from '../dist/format/pack-writer.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-writer-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** Entries of every awkward size: empty data, one byte, exactly a buffer, spanning several. */
+function entries(seed: number, n: number, bufferSize: number): { header: Buffer; data: Buffer }[] {
+  const rnd = (k: number): number => crypto.createHash('sha1').update(`${seed}:${k}`).digest().readUInt32BE(0);
+  const out: { header: Buffer; data: Buffer }[] = [];
+  for (let i = 0; i < n; i++) {
+    const r = rnd(i);
+    const sizes = [0, 1, bufferSize - 1, bufferSize, bufferSize + 1, 3 * bufferSize + 7, r % 300];
+    const len = sizes[r % sizes.length]!;
+    out.push({ header: crypto.randomBytes(1 + (r % 5)), data: crypto.randomBytes(len) });
+  }
+  return out;
+}
+
+describe('the threaded pack writer writes what the plain one writes', () => {
+  for (const [bufferSize, algo] of [
+    [16, SHA1],
+    [61, SHA256],
+    [4096, SHA1],
+  ] as const) {
+    it(`ring buffers of ${bufferSize} bytes (${algo.name})`, async () => {
+      const list = entries(bufferSize, 300, bufferSize);
+      const n = list.length;
+      // Slots are not the write order: the thread must map one to the other.
+      const order = new Uint32Array(new SharedArrayBuffer(4 * n));
+      const slots = [...Array(n).keys()].sort((a, b) => crc32(String(a)) - crc32(String(b)));
+      slots.forEach((s, k) => (order[k] = s));
+      const offsets = new Float64Array(new SharedArrayBuffer(8 * n));
+      const crcs = new Uint32Array(new SharedArrayBuffer(4 * n));
+      const plainCrcs = new Uint32Array(n);
+      const tPath = path.join(dir, `t-${bufferSize}.pack`);
+      const pPath = path.join(dir, `p-${bufferSize}.pack`);
+      const t = new ThreadedPackWriter(tPath, algo, n, { offsets, order, crcs }, bufferSize);
+      const p = new PackFileWriter(pPath, algo, n, plainCrcs);
+      for (let k = 0; k < n; k++) {
+        const s = order[k]!;
+        offsets[s] = t.offset;
+        expect(t.offset).toBe(p.offset);
+        t.writeEntry(list[k]!.header, list[k]!.data, s);
+        p.writeEntry(list[k]!.header, list[k]!.data, s);
+      }
+      const a = await t.finish();
+      await a.durable;
+      const b = await p.finish();
+      expect(a.checksum.equals(b.checksum)).toBe(true);
+      expect(fs.readFileSync(tPath).equals(fs.readFileSync(pPath))).toBe(true);
+      expect([...crcs]).toEqual([...plainCrcs]);
+      // And each CRC32 is that of the entry's bytes in the file.
+      const file = fs.readFileSync(tPath);
+      for (let k = 0; k < n; k++) {
+        const s = order[k]!;
+        const end = k + 1 < n ? offsets[order[k + 1]!]! : file.length - algo.len;
+        expect(crc32(file.subarray(offsets[s]!, end))).toBe(crcs[s]);
+      }
+      expect((fs.statSync(tPath).mode & 0o777).toString(8)).toBe('444');
+    });
+  }
+
+  it('an abort stops the thread and closes the file; nothing hangs', async () => {
+    const n = 50;
+    const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
+    const file = path.join(dir, 'aborted.pack');
+    const t = new ThreadedPackWriter(file, SHA1, n, tables, 32);
+    for (let k = 0; k < 20; k++) {
+      tables.order[k] = k;
+      tables.offsets[k] = t.offset;
+      t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(100), k);
+    }
+    await t.abort();
+    fs.rmSync(file);
+    expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it('refuses tables outside shared memory', () => {
+    const n = 1;
+    expect(() => new ThreadedPackWriter(path.join(dir, 'never.pack'), SHA1, n, { offsets: new Float64Array(n), order: new Uint32Array(n), crcs: new Uint32Array(n) })).toThrow(/shared memory/);
+    expect(fs.existsSync(path.join(dir, 'never.pack'))).toBe(false);
+  });
+});
