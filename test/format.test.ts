@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { inflateSync, deflateSync } from 'node:zlib';
 import { SHA1, SHA256, hashObjectBuffer, toHex } from '../src/hash/algo.js';
@@ -56,6 +57,24 @@ describe('idx', () => {
     const back = parseIdx(out, SHA1, 'x');
     expect([...back.offsets]).toEqual([12, 5 * 2 ** 32 + 7]);
     expect(back.largeOffsets).toBe(1);
+  });
+
+  it('an index of many chunks (and many 64-bit offsets) round-trips and is hashed whole', () => {
+    const n = 40_000; // more than two of emitIdxV2's chunks of entries
+    const ids = Buffer.alloc(n * 20);
+    for (let i = 0; i < n; i++) crypto.createHash('sha1').update(String(i)).digest().copy(ids, i * 20);
+    const order = sortIds(ids, n, 20);
+    const sorted = Buffer.alloc(n * 20);
+    order.forEach((i, r) => ids.copy(sorted, r * 20, i * 20, (i + 1) * 20));
+    const offsets = new Float64Array(n).map((_, i) => (i % 3 === 0 ? 2 ** 33 + i * 100 : 12 + i * 100));
+    const crcs = new Uint32Array(n).map((_, i) => (i * 2654435761) >>> 0);
+    const out = encodeIdxV2({ count: n, ids: sorted, offsets, crcs }, Buffer.alloc(20, 7), SHA1);
+    const back = parseIdx(out, SHA1, 'x.idx');
+    expect(back.ids.equals(sorted)).toBe(true);
+    expect([...back.offsets]).toEqual([...offsets]);
+    expect([...back.crcArray()]).toEqual([...crcs]);
+    expect(back.largeOffsets).toBe(Math.ceil(n / 3));
+    expect(crypto.createHash('sha1').update(out.subarray(0, out.length - 20)).digest().equals(out.subarray(out.length - 20))).toBe(true);
   });
 
   it('rejects a non-monotonic fanout with the offset', () => {

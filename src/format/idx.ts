@@ -202,45 +202,79 @@ function arraySource(e: SortedEntries, len: number): IdxSource {
 
 /** Writes an idx v2 exactly as git's `write_idx_file` does (64-bit table past `off32Limit`). */
 export function encodeIdxV2(entries: SortedEntries | IdxSource, packChecksum: Uint8Array, algo: HashAlgo, off32Limit = DEFAULT_OFF32_LIMIT): Buffer {
+  const parts: Buffer[] = [];
+  emitIdxV2(entries, packChecksum, algo, (b) => parts.push(Buffer.from(b)), off32Limit);
+  return Buffer.concat(parts);
+}
+
+/** Entries per chunk when an idx is emitted piece by piece. */
+const CHUNK_ENTRIES = 1 << 14;
+
+/**
+ * The same bytes as `encodeIdxV2`, handed to `emit` in pieces of at most a few hundred KiB (each
+ * valid only during the call), so that writing a large index needs no buffer of its size.
+ */
+export function emitIdxV2(entries: SortedEntries | IdxSource, packChecksum: Uint8Array, algo: HashAlgo, emit: (chunk: Buffer) => void, off32Limit = DEFAULT_OFF32_LIMIT): void {
   const len = algo.len;
   const e = 'ids' in entries ? arraySource(entries, len) : entries;
   const n = e.count;
+  const h = algo.create();
+  const put = (b: Buffer): void => {
+    h.update(b);
+    emit(b);
+  };
   const isLarge = (off: number): boolean => off > off32Limit || off >= 0x80000000;
-  let large = 0;
-  for (let i = 0; i < n; i++) if (isLarge(e.offset(i))) large++;
-  const size = 8 + FANOUT_BYTES + n * (len + 8) + large * 8 + 2 * len;
-  const out = Buffer.alloc(size);
-  out.writeUInt32BE(IDX_MAGIC, 0);
-  out.writeUInt32BE(2, 4);
-  const idsAt = 8 + FANOUT_BYTES;
-  for (let i = 0; i < n; i++) e.copyId(i, out, idsAt + i * len);
+  const chunk = Buffer.alloc(CHUNK_ENTRIES * Math.max(len, 8));
+  // Header and fanout (from each id's first byte).
+  const head = Buffer.alloc(8 + FANOUT_BYTES);
+  head.writeUInt32BE(IDX_MAGIC, 0);
+  head.writeUInt32BE(2, 4);
   const fan = new Uint32Array(256);
-  for (let i = 0; i < n; i++) fan[out[idsAt + i * len]!]!++;
+  let large = 0;
+  for (let i = 0; i < n; i++) {
+    e.copyId(i, chunk, 0);
+    fan[chunk[0]!]!++;
+    if (isLarge(e.offset(i))) large++;
+  }
   let acc = 0;
   for (let b = 0; b < 256; b++) {
     acc += fan[b]!;
-    out.writeUInt32BE(acc, 8 + b * 4);
+    head.writeUInt32BE(acc, 8 + b * 4);
   }
-  const crcAt = idsAt + n * len;
-  const off32At = crcAt + n * 4;
-  const off64At = off32At + n * 4;
+  put(head);
+  // Ids, CRC32s, 32-bit offsets (or the index into the 64-bit table), 64-bit offsets.
+  const sections: [number, (i: number, at: number) => void][] = [
+    [len, (i, at) => e.copyId(i, chunk, at)],
+    [4, (i, at) => void chunk.writeUInt32BE(e.crc(i), at)],
+  ];
   let k = 0;
-  for (let i = 0; i < n; i++) {
-    out.writeUInt32BE(e.crc(i), crcAt + i * 4);
-    const off = e.offset(i);
-    if (isLarge(off)) {
-      out.writeUInt32BE((0x80000000 | k) >>> 0, off32At + i * 4);
-      out.writeUInt32BE(Math.floor(off / 0x100000000), off64At + k * 8);
-      out.writeUInt32BE(off % 0x100000000, off64At + k * 8 + 4);
-      k++;
-    } else {
-      out.writeUInt32BE(off, off32At + i * 4);
+  sections.push([
+    4,
+    (i, at) => {
+      const off = e.offset(i);
+      chunk.writeUInt32BE(isLarge(off) ? (0x80000000 | k++) >>> 0 : off, at);
+    },
+  ]);
+  for (const [width, fill] of sections) {
+    for (let i0 = 0; i0 < n; i0 += CHUNK_ENTRIES) {
+      const m = Math.min(CHUNK_ENTRIES, n - i0);
+      for (let i = 0; i < m; i++) fill(i0 + i, i * width);
+      put(chunk.subarray(0, m * width));
     }
   }
-  const trailer = off64At + large * 8;
-  out.set(packChecksum, trailer);
-  const h = algo.create();
-  h.update(out.subarray(0, trailer + len));
-  h.digest().copy(out, trailer + len);
-  return out;
+  let used = 0;
+  for (let i = 0; i < n; i++) {
+    const off = e.offset(i);
+    if (!isLarge(off)) continue;
+    chunk.writeUInt32BE(Math.floor(off / 0x100000000), used);
+    chunk.writeUInt32BE(off % 0x100000000, used + 4);
+    used += 8;
+    if (used === chunk.length) {
+      put(chunk.subarray(0, used));
+      used = 0;
+    }
+  }
+  if (used > 0) put(chunk.subarray(0, used));
+  put(Buffer.from(packChecksum));
+  emit(h.digest());
 }

@@ -171,7 +171,7 @@ export class ThreadedPackWriter implements PackSink {
     algo: HashAlgo,
     count: number,
     tables: { offsets: Float64Array; order: Uint32Array; crcs: Uint32Array },
-    private readonly bufferSize = 4 << 20,
+    private readonly bufferSize = 1 << 20,
   ) {
     const K = ThreadedPackWriter.K;
     for (const t of [tables.offsets, tables.order, tables.crcs]) {

@@ -124,6 +124,12 @@ export class OidRefTable {
     return this.n;
   }
 
+  /** Gives the slots' memory back; the table answers nothing afterwards. */
+  release(): void {
+    this.slots = new Int32Array(1).fill(-1);
+    this.mask = 0;
+  }
+
   private same(v: number, buf: Uint8Array, pos: number): boolean {
     const r = this.ref;
     this.idOf(v, r);

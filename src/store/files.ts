@@ -96,6 +96,23 @@ export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): 
   }
 }
 
+/** The same for content produced piece by piece (`produce` calls `write` for each piece). */
+export function writeChunksDurable(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode = 0o444): void {
+  fault('create', path);
+  const fd = openSync(path, 'wx', mode);
+  try {
+    fault('write', path);
+    produce((data) => {
+      let done = 0;
+      while (done < data.length) done += writeSync(fd, data, done, data.length - done);
+    });
+    fault('fsync', path);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** fsync a directory so that renames and unlinks in it are durable. */
 export function fsyncDir(dir: string): void {
   fault('fsync-dir', dir);
