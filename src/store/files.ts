@@ -83,17 +83,7 @@ export function tmpOwner(name: string): number | undefined {
 
 /** Writes a complete file that nobody else can see yet: exclusive create, write, fsync, close. */
 export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): void {
-  fault('create', path);
-  const fd = openSync(path, 'wx', mode);
-  try {
-    fault('write', path);
-    let done = 0;
-    while (done < data.length) done += writeSync(fd, data, done, data.length - done);
-    fault('fsync', path);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
+  writeChunksDurable(path, (write) => write(data), mode);
 }
 
 /** The same for content produced piece by piece (`produce` calls `write` for each piece). */
