@@ -92,6 +92,10 @@ if (suite === 'read') {
         ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
         ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
         ['(second run) git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
+        // A second run that must still write the pack: only the tags change level, every other
+        // entry is copied (a new loose object would not do it: it goes to its own pack when the
+        // big pack is a promisor pack).
+        ['(second run, tags to level 9) git repack-ts --graph-compression=0 --tag-compression=9 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--tag-compression=9', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
       ],
     },
   ];

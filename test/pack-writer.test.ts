@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -81,6 +82,40 @@ describe('the threaded pack writer writes what the plain one writes', () => {
     await t.abort();
     fs.rmSync(file);
     expect(fs.existsSync(file)).toBe(false);
+  });
+
+  // A real full disk (root only: a 64 KiB tmpfs); elsewhere this case is recorded as not run.
+  const mnt = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-full-'));
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status === 0;
+  afterAll(() => {
+    if (mounted) spawnSync('umount', [mnt]);
+    fs.rmSync(mnt, { recursive: true, force: true });
+  });
+  it.skipIf(!mounted)('a full disk is the system error it was (ENOSPC, write), from handing over or from finishing', async () => {
+    for (const entries of [200, 3]) {
+      const n = entries;
+      const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
+      const file = path.join(mnt, `full-${n}.pack`);
+      const t = new ThreadedPackWriter(file, SHA1, n, tables, 4096);
+      let err: NodeJS.ErrnoException | undefined;
+      try {
+        for (let k = 0; k < n; k++) {
+          tables.order[k] = k;
+          tables.offsets[k] = t.offset;
+          // 200 entries of 4 KiB fill the disk while buffers are handed over; 3 of 30 KiB only
+          // when the last one is written, after finish().
+          t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(n > 10 ? 4096 : 30_000), k);
+        }
+        const r = await t.finish();
+        await r.durable;
+      } catch (e) {
+        err = e as NodeJS.ErrnoException;
+      }
+      expect({ code: err?.code, syscall: err?.syscall }).toEqual({ code: 'ENOSPC', syscall: 'write' });
+      expect(err?.message).toMatch(/no space left on device/);
+      await t.abort();
+      fs.rmSync(file);
+    }
   });
 
   it('refuses tables outside shared memory', () => {

@@ -72,6 +72,8 @@ try {
   run();
 } catch (e) {
   const err = e as NodeJS.ErrnoException;
+  // First the error itself, on the port the writing thread reads synchronously, then the flag.
+  d.errors.postMessage({ message: err.message, code: err.code, errno: err.errno, syscall: err.syscall });
   Atomics.store(ctl, CTL.error(K), 1);
   for (let k = 0; k < K; k++) Atomics.notify(ctl, k);
   parentPort!.postMessage({ error: { message: err.message, code: err.code } });

@@ -1,5 +1,5 @@
 import { closeSync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { Hash } from 'node:crypto';
 import type { HashAlgo } from '../hash/algo.js';
@@ -144,6 +144,21 @@ export interface WriterThreadData {
   offsets: SharedArrayBuffer;
   order: SharedArrayBuffer;
   crcs: SharedArrayBuffer;
+  /** Where the thread reports an error before raising the error flag. */
+  errors: MessagePort;
+}
+
+interface ThreadError {
+  message: string;
+  code?: string;
+  errno?: number;
+  syscall?: string;
+}
+
+/** The thread's error as the system error it was (code, syscall, path), for the same messages. */
+function systemError(m: ThreadError | undefined, path: string): Error {
+  if (m === undefined) return new GitError('io', `cannot write ${path}`, { file: path });
+  return Object.assign(new Error(m.message), { code: m.code, errno: m.errno, syscall: m.syscall, path });
 }
 
 /**
@@ -165,6 +180,7 @@ export class ThreadedPackWriter implements PackSink {
   private readonly checksum: Promise<Buffer>;
   private readonly durable: Promise<void>;
   private failure: Error | undefined;
+  private readonly errors: MessagePort;
 
   constructor(
     readonly path: string,
@@ -182,6 +198,8 @@ export class ThreadedPackWriter implements PackSink {
     this.ctl = new Int32Array(control);
     this.views = Array.from({ length: K }, (_, k) => Buffer.from(ring, k * bufferSize, bufferSize));
     this.fd = openSync(path, 'wx', 0o444);
+    const channel = new MessageChannel();
+    this.errors = channel.port1;
     const data: WriterThreadData = {
       fd: this.fd,
       hash: algo.name,
@@ -192,8 +210,9 @@ export class ThreadedPackWriter implements PackSink {
       offsets: tables.offsets.buffer as SharedArrayBuffer,
       order: tables.order.buffer as SharedArrayBuffer,
       crcs: tables.crcs.buffer as SharedArrayBuffer,
+      errors: channel.port2,
     };
-    this.worker = new Worker(new URL('./pack-writer-thread.js', import.meta.url), { workerData: data });
+    this.worker = new Worker(new URL('./pack-writer-thread.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
     let gotSum: (b: Buffer) => void;
     let gotDurable: () => void;
     let failed: (e: Error) => void;
@@ -214,13 +233,12 @@ export class ThreadedPackWriter implements PackSink {
       failed(e);
       failedDurable(e);
     };
-    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean; error?: { message: string; code?: string } }) => {
+    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean }) => {
       if (m.checksum !== undefined) gotSum(Buffer.from(m.checksum));
       else if (m.durable) gotDurable();
-      else if (m.error) fail(new GitError('io', `cannot write ${path}: ${m.error.message}`, { file: path }));
     });
     this.worker.on('error', (e) => fail(e));
-    this.worker.on('exit', () => fail(new GitError('io', `the thread writing ${path} stopped`, { file: path })));
+    this.worker.on('exit', () => fail(this.threadError() ?? new GitError('io', `the thread writing ${path} stopped`, { file: path })));
     this.append(encodePackHeader(count));
   }
 
@@ -255,19 +273,38 @@ export class ThreadedPackWriter implements PackSink {
     this.used = 0;
     if (final) return;
     while (Atomics.load(this.ctl, this.k) !== 0) {
-      if (Atomics.load(this.ctl, CTL.error(K)) !== 0) throw this.failure ?? new GitError('io', `cannot write ${this.path}`, { file: this.path });
+      const e = this.threadError();
+      if (e !== undefined) throw e;
       Atomics.wait(this.ctl, this.k, 1, 200);
     }
   }
 
+  /** The thread's error, once it has raised the flag (read from its port without waiting). */
+  private threadError(): Error | undefined {
+    if (Atomics.load(this.ctl, CTL.error(ThreadedPackWriter.K)) === 0) return undefined;
+    if (this.failure === undefined) {
+      const m = receiveMessageOnPort(this.errors)?.message as ThreadError | undefined;
+      this.failure = systemError(m, this.path);
+    }
+    return this.failure;
+  }
+
   async finish(): Promise<{ checksum: Buffer; durable: Promise<void> }> {
     this.handOver(true);
-    const checksum = await this.checksum;
-    this.offset += checksum.length;
-    const durable = this.durable.then(() => {
-      closeSync(this.fd);
-      this.fd = -1;
+    const checksum = await this.checksum.catch((e: Error) => {
+      throw this.threadError() ?? e;
     });
+    this.offset += checksum.length;
+    const durable = this.durable.then(
+      () => {
+        closeSync(this.fd);
+        this.fd = -1;
+        this.errors.close();
+      },
+      (e: Error) => {
+        throw this.threadError() ?? e;
+      },
+    );
     durable.catch(() => {}); // awaited by the caller, but maybe only after it stopped on an error
     return { checksum, durable };
   }
@@ -280,5 +317,6 @@ export class ThreadedPackWriter implements PackSink {
     // Closed only once the thread is gone: it can no longer write to this number.
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
+    this.errors.close();
   }
 }
