@@ -107,6 +107,45 @@ describe('SIGKILL at every fault point: nothing lost, the next run cleans up', (
   }
 });
 
+// Fixtures are too small for worker threads by default (under 20 000 entries): forced here, so that
+// kills also land while the re-encoding worker and the writing thread (CRC32, hash, write,
+// fsync of the new pack) are running.
+describe('SIGKILL at every fault point with the worker threads and the writing thread', () => {
+  const THREADS = { GIT_REPACK_TS_THREADS: '1' };
+  for (const name of ['basic', 'multi-pack'] as const) {
+    it(name, () => {
+      const ref = reference(name);
+      const trace = scratchCopy(fixturePath(name), name);
+      let points: Point[];
+      try {
+        points = tracePoints(ARGS, trace, THREADS);
+      } finally {
+        dropScratch(trace);
+      }
+      const chosen = LONG ? points.map((_, i) => i + 1) : fastSelection(points, true);
+      const problems: string[] = [];
+      let kills = 0;
+      let held = 0;
+      for (const k of chosen) {
+        const repo = scratchCopy(fixturePath(name), name);
+        try {
+          const r = toolFault(ARGS, repo, `*:${k}:kill`, THREADS);
+          if (!r.killed) throw new Error(`${name}: point ${k} (${points[k - 1]!.point}) was not reached: ${r.status} ${r.stderr}`);
+          kills++;
+          const p = afterKill(name, repo, ref, r, `kill with threads at point ${k} (${points[k - 1]!.point} ${points[k - 1]!.detail})`);
+          if (p.length === 0) held++;
+          problems.push(...p);
+        } finally {
+          dropScratch(repo);
+        }
+      }
+      record(`kills at fault points, threads (${name})`, kills, held);
+      expect(problems).toEqual([]);
+      expect(kills).toBe(chosen.length);
+    }, scaled(120_000, 3_600_000));
+  }
+});
+
 describe('SIGKILL at random moments (seeded), and a second kill during the recovery', () => {
   for (const name of FIXTURES) {
     it(name, async () => {

@@ -343,7 +343,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
       for (const p of opened.values()) p.dropCaches();
-      const np = Pack.open(x.w.packPath, algo, x.w.idxPath);
+      const np = Pack.open(x.w.packPath, algo, x.w.idxPath, x.w.revPath);
       try {
         proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
         // The writing thread fsyncs while the proof reads: the pack is on disk before anything

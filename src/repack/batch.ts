@@ -1,3 +1,4 @@
+import { readSync } from 'node:fs';
 import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../store/pack.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
@@ -32,6 +33,12 @@ export interface BatchJob {
   spare?: ArrayBuffer | undefined;
   /** For messages: the source files, each entry's index into them and its offset there. */
   files: string[];
+  /**
+   * The source packs' open descriptors (by file index), and what to read into `buf` before
+   * anything else: (file index, offset, length, position in `buf`) per span.
+   */
+  fds: number[];
+  spans: Float64Array;
   fileIndex: Uint16Array;
   offset: Float64Array;
   /**
@@ -85,6 +92,23 @@ export interface BatchResult {
 
 export function runBatch(job: BatchJob): BatchResult {
   const src = Buffer.from(job.buf);
+  for (let k = 0; k + 3 < job.spans.length; k += 4) {
+    const file = job.spans[k]!;
+    const start = job.spans[k + 1]!;
+    const len = job.spans[k + 2]!;
+    const at = job.spans[k + 3]!;
+    let done = 0;
+    try {
+      while (done < len) {
+        const n = readSync(job.fds[file]!, src, at + done, len - done, start + done);
+        if (n === 0) return failAt(job.files[file] ?? '', start + done, 'unexpected end of pack file', 'bad-pack');
+        done += n;
+      }
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      return failAt(job.files[file] ?? '', start + done, err.message, err.code ?? 'io');
+    }
+  }
   const outStart = new Uint32Array(job.n);
   const outLen = new Uint32Array(job.n);
   // Level-0 entries are written straight into the result, which grows as needed once each
@@ -171,6 +195,10 @@ function fileOf(job: BatchJob, i: number): string {
 }
 
 function fail(job: BatchJob, i: number, message: string, code: string): BatchResult {
+  return failAt(fileOf(job, i), job.offset[i]!, message, code);
+}
+
+function failAt(file: string, offset: number, message: string, code: string): BatchResult {
   const empty = new Uint32Array(0);
-  return { buf: job.buf, out: new ArrayBuffer(0), outStart: empty, outLen: empty, error: { file: fileOf(job, i), offset: job.offset[i]!, message, code } };
+  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, error: { file, offset, message, code } };
 }

@@ -479,18 +479,22 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       level: new Int8Array(m),
       crc: new Uint32Array(m),
       files: packs.map((p) => p.packPath),
+      fds: packs.map((p) => p.descriptor),
+      spans: new Float64Array(0),
       fileIndex: new Uint16Array(m),
       offset: new Float64Array(m),
     };
     const directs = new Map<number, { type: number; size: number; data: Buffer | number }>();
-    const view = Buffer.from(job.buf);
     let pos = 0;
     let spanPack: Pack | undefined;
     let spanStart = 0;
     let spanEnd = 0;
     let spanPos = 0;
+    // Spans of consecutive source bytes, read by the thread that runs the batch.
+    const spans: number[] = [];
+    let spanFile = 0;
     const flush = (): void => {
-      if (spanPack !== undefined && spanEnd > spanStart) spanPack.read(spanStart, spanEnd - spanStart, view.subarray(spanPos, spanPos + spanEnd - spanStart));
+      if (spanPack !== undefined && spanEnd > spanStart) spans.push(spanFile, spanStart, spanEnd - spanStart, spanPos);
       spanPack = undefined;
     };
     for (let i = 0; i < m; i++) {
@@ -522,6 +526,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       else {
         flush();
         spanPack = pack;
+        spanFile = pi;
         spanStart = off;
         spanEnd = end;
         spanPos = pos;
@@ -529,6 +534,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       pos += end - off;
     }
     flush();
+    job.spans = Float64Array.from(spans);
     const modes = job.mode.slice();
     const rawStart = job.rawStart.slice();
     const headerLen = job.headerLen.slice();

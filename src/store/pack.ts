@@ -37,7 +37,7 @@ export class Pack {
   private rankCache: Uint32Array | undefined;
   private fd: number;
   private scratch = Buffer.allocUnsafe(SCRATCH);
-  /** The `.rev` next to the pack, if there is one. */
+  /** The `.rev` next to the pack (or the one given to `open`), if there is one. */
   readonly revPath: string | undefined;
   /** Where the entries start and end: [12, trailer) in a git pack. */
   readonly dataStart: number;
@@ -57,6 +57,7 @@ export class Pack {
     idx: PackIndex,
     header: { version: number; count: number },
     layout: { dataStart: number; dataEnd: number; zpack?: ZpackHeader },
+    revPath?: string,
   ) {
     this.name = basename(packPath).replace(/\.(pack|zpack)$/, '');
     this.fd = fd;
@@ -67,7 +68,7 @@ export class Pack {
     this.dataStart = layout.dataStart;
     this.dataEnd = layout.dataEnd;
     this.zpack = layout.zpack;
-    const rev = packPath.endsWith('.pack') ? packPath.slice(0, -5) + '.rev' : undefined;
+    const rev = revPath ?? (packPath.endsWith('.pack') ? packPath.slice(0, -5) + '.rev' : undefined);
     this.revPath = rev !== undefined && existsSync(rev) ? rev : undefined;
   }
 
@@ -106,9 +107,11 @@ export class Pack {
 
   /**
    * Opens `<name>.pack` with `<name>.idx` (checking that they agree on the object count and
-   * checksum), or a zstd pack, which carries its own index.
+   * checksum), or a zstd pack, which carries its own index. `revPath` names a `.rev` that is not
+   * next to the pack (one just written under a temporary name); like any `.rev` it is used only
+   * when it matches the pack and orders the idx offsets.
    */
-  static open(packPath: string, algo: HashAlgo, idxPath = packPath.replace(/\.pack$/, '.idx')): Pack {
+  static open(packPath: string, algo: HashAlgo, idxPath = packPath.replace(/\.pack$/, '.idx'), revPath?: string): Pack {
     if (!packPath.endsWith('.pack') || !existsSync(idxPath)) {
       const z = Pack.tryZpack(packPath);
       if (z !== undefined) {
@@ -148,7 +151,7 @@ export class Pack {
       if (!trailer.equals(idx.packChecksum)) {
         throw corrupt('bad-pack', packPath, size - algo.len, `pack trailer does not match the checksum recorded in ${idxPath}`);
       }
-      return new Pack(packPath, idxPath, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len });
+      return new Pack(packPath, idxPath, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len }, revPath);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -175,6 +178,11 @@ export class Pack {
       closeSync(fd);
       throw e;
     }
+  }
+
+  /** The open file, for positioned reads on other threads while this pack stays open. */
+  get descriptor(): number {
+    return this.fd;
   }
 
   close(): void {

@@ -61,10 +61,10 @@ export interface Point {
 }
 
 /** Every fault point a clean run reaches, in order (the run happens: use a copy). */
-export function tracePoints(args: string[], cwd: string): Point[] {
+export function tracePoints(args: string[], cwd: string, env: Record<string, string | undefined> = {}): Point[] {
   const trace = path.join(fs.mkdtempSync(path.join(path.dirname(cwd), 'trace-')), 'points');
   fs.writeFileSync(trace, '');
-  const r = toolFault(args, cwd, undefined, { GIT_REPACK_TS_FAULT_TRACE: trace });
+  const r = toolFault(args, cwd, undefined, { ...env, GIT_REPACK_TS_FAULT_TRACE: trace });
   if (r.status !== 0) throw new Error(`traced run failed (${r.status}): ${r.stderr}`);
   const points = fs
     .readFileSync(trace, 'utf8')
