@@ -78,31 +78,35 @@ function fastSelection(points: Point[], rich: boolean): number[] {
   return out;
 }
 
+/** Kills a run at each chosen fault point (1-based) and checks what each kill left. */
+function killAtPoints(name: FixtureName, ref: Reference, points: Point[], chosen: number[], env: Record<string, string>, figure: string): void {
+  const problems: string[] = [];
+  let kills = 0;
+  let held = 0;
+  for (const k of chosen) {
+    const repo = scratchCopy(fixturePath(name), name);
+    try {
+      const r = toolFault(ARGS, repo, `*:${k}:kill`, env);
+      if (!r.killed) throw new Error(`${name}: point ${k} (${points[k - 1]!.point}) was not reached: ${r.status} ${r.stderr}`);
+      kills++;
+      const p = afterKill(name, repo, ref, r, `kill at point ${k} (${points[k - 1]!.point} ${points[k - 1]!.detail})`);
+      if (p.length === 0) held++;
+      problems.push(...p);
+    } finally {
+      dropScratch(repo);
+    }
+  }
+  record(figure, kills, held);
+  expect(problems).toEqual([]);
+  expect(kills).toBe(chosen.length);
+}
+
 describe('SIGKILL at every fault point: nothing lost, the next run cleans up', () => {
   for (const name of FIXTURES) {
     it(name, () => {
       const ref = reference(name);
-      const all = ref.points.map((_, i) => i + 1);
-      const chosen = LONG ? all : fastSelection(ref.points, name === 'basic');
-      const problems: string[] = [];
-      let kills = 0;
-      let held = 0;
-      for (const k of chosen) {
-        const repo = scratchCopy(fixturePath(name), name);
-        try {
-          const r = toolFault(ARGS, repo, `*:${k}:kill`);
-          if (!r.killed) throw new Error(`${name}: point ${k} (${ref.points[k - 1]!.point}) was not reached: ${r.status} ${r.stderr}`);
-          kills++;
-          const p = afterKill(name, repo, ref, r, `kill at point ${k} (${ref.points[k - 1]!.point} ${ref.points[k - 1]!.detail})`);
-          if (p.length === 0) held++;
-          problems.push(...p);
-        } finally {
-          dropScratch(repo);
-        }
-      }
-      record(`kills at fault points (${name})`, kills, held);
-      expect(problems).toEqual([]);
-      expect(kills).toBe(chosen.length);
+      const chosen = LONG ? ref.points.map((_, i) => i + 1) : fastSelection(ref.points, name === 'basic');
+      killAtPoints(name, ref, ref.points, chosen, {}, `kills at fault points (${name})`);
     }, scaled(120_000, 3_600_000));
   }
 });
@@ -123,25 +127,7 @@ describe('SIGKILL at every fault point with the worker threads and the writing t
         dropScratch(trace);
       }
       const chosen = LONG ? points.map((_, i) => i + 1) : fastSelection(points, true);
-      const problems: string[] = [];
-      let kills = 0;
-      let held = 0;
-      for (const k of chosen) {
-        const repo = scratchCopy(fixturePath(name), name);
-        try {
-          const r = toolFault(ARGS, repo, `*:${k}:kill`, THREADS);
-          if (!r.killed) throw new Error(`${name}: point ${k} (${points[k - 1]!.point}) was not reached: ${r.status} ${r.stderr}`);
-          kills++;
-          const p = afterKill(name, repo, ref, r, `kill with threads at point ${k} (${points[k - 1]!.point} ${points[k - 1]!.detail})`);
-          if (p.length === 0) held++;
-          problems.push(...p);
-        } finally {
-          dropScratch(repo);
-        }
-      }
-      record(`kills at fault points, threads (${name})`, kills, held);
-      expect(problems).toEqual([]);
-      expect(kills).toBe(chosen.length);
+      killAtPoints(name, ref, points, chosen, THREADS, `kills at fault points, threads (${name})`);
     }, scaled(120_000, 3_600_000));
   }
 });
