@@ -6,6 +6,8 @@ import path from 'node:path';
 import { crc32 } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
+import { MAX_ENTRY_HEADER, encodeEntryHeader, encodeOfsDistance } from '../src/format/pack.js';
+import { OBJ_BLOB, OBJ_OFS_DELTA } from '../src/format/object-type.js';
 // The threaded writer starts its thread from the built file next to it: use the build.
 import { PackFileWriter, ThreadedPackWriter } from '../dist/format/pack-writer.js';
 
@@ -20,7 +22,12 @@ function entries(seed: number, n: number, bufferSize: number): { header: Buffer;
     const r = rnd(i);
     const sizes = [0, 1, bufferSize - 1, bufferSize, bufferSize + 1, 3 * bufferSize + 7, r % 300];
     const len = sizes[r % sizes.length]!;
-    out.push({ header: crypto.randomBytes(1 + (r % 5)), data: crypto.randomBytes(len) });
+    // Headers as git writes them (blob, size), sometimes an OFS_DELTA with a distance: the
+    // writing thread parses every header when it reads the pack back.
+    const h = Buffer.alloc(MAX_ENTRY_HEADER);
+    let hl = encodeEntryHeader(r % 3 === 0 && i > 0 ? OBJ_OFS_DELTA : OBJ_BLOB, len, h, 0);
+    if (r % 3 === 0 && i > 0) hl += encodeOfsDistance(1 + (r % 7), h, hl);
+    out.push({ header: h.subarray(0, hl), data: crypto.randomBytes(len) });
   }
   return out;
 }
@@ -54,6 +61,7 @@ describe('the threaded pack writer writes what the plain one writes', () => {
       }
       const a = await t.finish();
       await a.durable;
+      await a.readBack; // every header parsed, every CRC32 matched on reading the file back
       const b = await p.finish();
       expect(a.checksum.equals(b.checksum)).toBe(true);
       expect(fs.readFileSync(tPath).equals(fs.readFileSync(pPath))).toBe(true);
@@ -68,6 +76,22 @@ describe('the threaded pack writer writes what the plain one writes', () => {
       expect((fs.statSync(tPath).mode & 0o777).toString(8)).toBe('444');
     });
   }
+
+  it('reading back, a header that does not parse fails the read-back with its offset', async () => {
+    const n = 3;
+    const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
+    const file = path.join(dir, 'bad-header.pack');
+    const t = new ThreadedPackWriter(file, SHA1, n, tables, 64);
+    const headers = [Buffer.from([0x35]), Buffer.from([0x55]), Buffer.from([0x35])]; // type 5 is no type
+    for (let k = 0; k < n; k++) {
+      tables.order[k] = k;
+      tables.offsets[k] = t.offset;
+      t.writeEntry(headers[k]!, crypto.randomBytes(5), k);
+    }
+    const a = await t.finish();
+    await a.durable;
+    await expect(a.readBack).rejects.toThrow(new RegExp(`bad-header.pack.*at offset ${tables.offsets[1]}`));
+  });
 
   it('an abort stops the thread and closes the file; nothing hangs', async () => {
     const n = 50;

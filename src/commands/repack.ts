@@ -345,7 +345,8 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       for (const p of opened.values()) p.dropCaches();
       const np = Pack.open(x.w.packPath, algo, x.w.idxPath, x.w.revPath);
       try {
-        proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
+        await x.w.readBack?.done;
+        proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress, x.w.readBack);
         // The writing thread fsyncs while the proof reads: the pack is on disk before anything
         // is installed or removed.
         await x.w.durable;

@@ -219,7 +219,8 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     if (written === undefined || written.count === 0) throw new GitError('usage', `${file} holds no objects`);
     const np = Pack.open(written.packPath, algo, written.idxPath, written.revPath);
     try {
-      proveWritten(np, { header: encodePackHeader(written.count), checksum: written.checksum }, [z], [], () => false, opts.onProgress);
+      await written.readBack?.done;
+      proveWritten(np, { header: encodePackHeader(written.count), checksum: written.checksum }, [z], [], () => false, opts.onProgress, written.readBack);
       await written.durable;
     } finally {
       np.close();

@@ -1,13 +1,16 @@
-import { fsyncSync, writeSync } from 'node:fs';
+import { fsync, readSync, writeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import { CTL, type WriterThreadData } from './pack-writer.js';
+import { MAX_ENTRY_HEADER, parseEntryHeader } from './pack.js';
 
 /**
  * The writing thread of a large rewrite: takes the filled buffers of the ring in order, computes
  * each entry's CRC32 (entry boundaries from the shared offsets, in write order), hashes and
- * writes the bytes, then appends the trailer, reports the checksum, fsyncs and closes.
+ * writes the bytes, then appends the trailer and reports the checksum. Then, while the fsync runs
+ * (on libuv's pool), it reads the pack back: every entry's header must parse and its bytes must
+ * have the CRC32 computed before they were written (the proof's read-back, off the main thread).
  */
 const d = workerData as WriterThreadData;
 const K = d.buffers;
@@ -26,7 +29,57 @@ function waitFull(k: number): boolean {
   return true;
 }
 
-function run(): void {
+function readFull(buf: Buffer, len: number, at: number): void {
+  for (let done = 0; done < len; ) {
+    const n = readSync(d.fd, buf, done, len - done, at + done);
+    if (n === 0) throw new Error(`unexpected end of file at offset ${at + done}`);
+    done += n;
+  }
+}
+
+/** Reads the written pack back; a problem found, or undefined. */
+function readBack(n: number, dataEnd: number): string | undefined {
+  const buf = Buffer.allocUnsafe(1 << 20);
+  const head = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
+  let k = 0;
+  let crc = 0;
+  for (let g = 0; g < dataEnd; ) {
+    const len = Math.min(buf.length, dataEnd - g);
+    readFull(buf, len, g);
+    let pos = 0;
+    while (k < n) {
+      const at = offs[order[k]!]!;
+      const start = at - g;
+      if (start >= len) break;
+      const next = k + 1 < n ? offs[order[k + 1]!]! - g : dataEnd - g;
+      if (start >= 0) {
+        // The entry begins here: its header must parse (read apart when it crosses the chunk).
+        const hl = Math.min(MAX_ENTRY_HEADER, next - start);
+        try {
+          if (start + hl <= len) parseEntryHeader(buf, start, start + hl, d.hashLen, d.path, at);
+          else {
+            readFull(head, hl, at);
+            parseEntryHeader(head, 0, hl, d.hashLen, d.path, at);
+          }
+        } catch (e) {
+          return `${(e as Error).message}`;
+        }
+        pos = start;
+      }
+      const end = Math.min(next, len);
+      if (end > pos) crc = crc32(buf.subarray(pos, end), crc);
+      pos = end;
+      if (next > len) break;
+      if (crc !== crcs[order[k]!]) return `entry does not read back as written at offset ${at}`;
+      crc = 0;
+      k++;
+    }
+    g += len;
+  }
+  return k === n ? undefined : `${k} entries read back, ${n} written`;
+}
+
+async function run(): Promise<void> {
   let k = 0;
   let g = 0; // file offset of the current buffer's first byte
   let cur = 0; // write-order index of the entry whose CRC32 is being computed
@@ -63,18 +116,19 @@ function run(): void {
   const sum = hash.digest();
   for (let done = 0; done < sum.length; ) done += writeSync(d.fd, sum, done, sum.length - done);
   parentPort!.postMessage({ checksum: sum, entries: cur });
-  fsyncSync(d.fd);
+  const synced = new Promise<void>((resolve, reject) => fsync(d.fd, (e) => (e ? reject(e) : resolve())));
+  synced.catch(() => {}); // awaited below, after the read-back
+  parentPort!.postMessage({ readBack: readBack(cur, g) ?? null });
+  await synced;
   // The file is closed by the thread that opened it (a worker closing it draws a warning).
   parentPort!.postMessage({ durable: true });
 }
 
-try {
-  run();
-} catch (e) {
+run().catch((e: unknown) => {
   const err = e as NodeJS.ErrnoException;
   // First the error itself, on the port the writing thread reads synchronously, then the flag.
   d.errors.postMessage({ message: err.message, code: err.code, errno: err.errno, syscall: err.syscall });
   Atomics.store(ctl, CTL.error(K), 1);
   for (let k = 0; k < K; k++) Atomics.notify(ctl, k);
   parentPort!.postMessage({ error: { message: err.message, code: err.code } });
-}
+});

@@ -6,6 +6,12 @@ import type { HashAlgo } from '../hash/algo.js';
 import { GitError } from '../errors.js';
 import { encodePackHeader } from './pack.js';
 
+export interface Finished {
+  checksum: Buffer;
+  durable: Promise<void>;
+  readBack?: Promise<void> | undefined;
+}
+
 /** A pack being written: entries in order, each entry's CRC32 into `crcs[slot]`. */
 export interface PackSink {
   /** Bytes written so far (the offset of the next entry). */
@@ -13,9 +19,11 @@ export interface PackSink {
   writeEntry(header: Uint8Array, data: Uint8Array, slot: number): void;
   /**
    * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
-   * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed.
+   * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed;
+   * `readBack`, when there is one, once the file has been read back and every entry's header
+   * parsed and CRC32 matched (else it rejects): the proof need not read the pack again.
    */
-  finish(): Promise<{ checksum: Buffer; durable: Promise<void> }>;
+  finish(): Promise<Finished>;
   /** Stops without finishing (the caller removes the file). */
   abort(): Promise<void>;
 }
@@ -92,7 +100,7 @@ export class PackFileWriter implements PackSink {
     this.crcs[slot] = data.length === 0 ? crc32(header) : crc32(data, crc32(header));
   }
 
-  finish(): Promise<{ checksum: Buffer; durable: Promise<void> }> {
+  finish(): Promise<Finished> {
     return Promise.resolve({ checksum: this.finishSync(), durable: Promise.resolve() });
   }
 
@@ -135,6 +143,8 @@ export const CTL = {
 
 export interface WriterThreadData {
   fd: number;
+  path: string;
+  hashLen: number;
   hash: string;
   buffers: number;
   bufferSize: number;
@@ -181,6 +191,7 @@ export class ThreadedPackWriter implements PackSink {
   private begun = 0;
   private readonly checksum: Promise<Buffer>;
   private readonly durable: Promise<void>;
+  private readonly readBack: Promise<void>;
   private failure: Error | undefined;
   private readonly errors: MessagePort;
 
@@ -199,11 +210,14 @@ export class ThreadedPackWriter implements PackSink {
     const ring = new SharedArrayBuffer(K * bufferSize);
     this.ctl = new Int32Array(control);
     this.views = Array.from({ length: K }, (_, k) => Buffer.from(ring, k * bufferSize, bufferSize));
-    this.fd = openSync(path, 'wx', 0o444);
+    // Read and write: the thread reads the pack back once it is written.
+    this.fd = openSync(path, 'wx+', 0o444);
     const channel = new MessageChannel();
     this.errors = channel.port1;
     const data: WriterThreadData = {
       fd: this.fd,
+      path,
+      hashLen: algo.len,
       hash: algo.name,
       buffers: K,
       bufferSize,
@@ -227,16 +241,26 @@ export class ThreadedPackWriter implements PackSink {
       gotDurable = res;
       failedDurable = rej;
     });
+    let readOk: () => void;
+    let readBad: (e: Error) => void;
+    this.readBack = new Promise((res, rej) => {
+      readOk = res;
+      readBad = rej;
+    });
     // Nobody may be waiting for these when a run is aborted.
     this.checksum.catch(() => {});
     this.durable.catch(() => {});
+    this.readBack.catch(() => {});
     const fail = (e: Error): void => {
       this.failure ??= e;
       failed(e);
       failedDurable(e);
+      readBad(e);
     };
-    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean }) => {
+    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean; readBack?: string | null }) => {
       if (m.checksum !== undefined) gotSum(Buffer.from(m.checksum));
+      else if (m.readBack === null) readOk();
+      else if (m.readBack !== undefined) readBad(new GitError('verify-failed', `new pack ${path}: ${m.readBack}`, { file: path }));
       else if (m.durable) gotDurable();
     });
     this.worker.on('error', (e) => fail(e));
@@ -291,7 +315,7 @@ export class ThreadedPackWriter implements PackSink {
     return this.failure;
   }
 
-  async finish(): Promise<{ checksum: Buffer; durable: Promise<void> }> {
+  async finish(): Promise<Finished> {
     this.handOver(true);
     const checksum = await this.checksum.catch((e: Error) => {
       throw this.threadError() ?? e;
@@ -308,7 +332,7 @@ export class ThreadedPackWriter implements PackSink {
       },
     );
     durable.catch(() => {}); // awaited by the caller, but maybe only after it stopped on an error
-    return { checksum, durable };
+    return { checksum, durable, readBack: this.readBack };
   }
 
   async abort(): Promise<void> {

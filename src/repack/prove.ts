@@ -12,6 +12,8 @@ import type { Pack } from '../store/pack.js';
  *   (whose CRCs were computed from the bytes handed to the writer, which hashed those same
  *   bytes into the trailer), and the 12-byte header and the trailer are compared byte for byte
  *   with what was written. The file is therefore what the writer hashed: no second SHA pass;
+ *   When the writing thread has already read the pack back against the CRC32s it computed
+ *   (`readBack`), the index on disk is held against those same offsets and CRC32s instead;
  * - completeness: every id of every old pack and loose object is in the new pack or stays in a
  *   retained pack (a merge of sorted id lists, no hashing of contents needed: the entries were
  *   checked on the way in — CRC against the old idx for copies, inflate-compare for re-encodes,
@@ -24,6 +26,7 @@ export function proveWritten(
   looseIds: Buffer[],
   retained: (id: Uint8Array, pos: number) => boolean,
   onProgress?: (phase: string, done: number, total: number) => void,
+  readBack?: { offsetAt(rank: number): number; crcAt(rank: number): number },
 ): void {
   collectGarbage();
   const algo = np.algo;
@@ -37,7 +40,14 @@ export function proveWritten(
     throw new GitError('verify-failed', `new pack ${np.packPath}: trailer does not read back as written`);
   }
   let done = 0;
-  np.scan(
+  if (readBack !== undefined) {
+    for (let r = 0; r < n; r++) {
+      if (idx.offsets[r] !== readBack.offsetAt(r) || idx.crc(r) !== readBack.crcAt(r)) {
+        throw new GitError('verify-failed', `new pack ${np.packPath}: its index does not match the entries read back at offset ${readBack.offsetAt(r)}`);
+      }
+    }
+    done = n;
+  } else np.scan(
     (j, off, raw) => {
       if (crc32(raw) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`);
       parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);

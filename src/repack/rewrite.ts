@@ -70,6 +70,12 @@ export interface WrittenPack {
   count: number;
   /** Resolves once the pack file is fsynced and closed (it may still be on its way to disk). */
   durable: Promise<void>;
+  /**
+   * When the writing thread has read the pack back (every header parsed, every entry's CRC32
+   * matched): resolves then; with each idx rank's offset and CRC32 as they were checked, for the
+   * proof to hold the index on disk against.
+   */
+  readBack?: { done: Promise<void>; offsetAt(rank: number): number; crcAt(rank: number): number } | undefined;
 }
 
 /** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
@@ -585,10 +591,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const indexStart = writer.offset;
     let checksum: Buffer;
     let durable: Promise<void>;
+    let readBackDone: Promise<void> | undefined;
     if (zwriter !== undefined && zout !== undefined) {
       checksum = zwriter.checksumSoFar();
       durable = Promise.resolve();
-    } else ({ checksum, durable } = await writer.finish());
+    } else ({ checksum, durable, readBack: readBackDone } = await writer.finish());
     // Index: ids sorted (merged from the already sorted source indexes), with the offsets and
     // CRCs just written; the ids are copied from where they are, straight into the idx.
     const sorted = sortedSelection(packs, input.loose, srcPack, srcIdx, n, len);
@@ -629,9 +636,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       writeDurable(opts.tmp.rev, encodeRev(packOrder, checksum, algo));
       revPath = opts.tmp.rev;
     }
+    const readBack = readBackDone === undefined ? undefined : { done: readBackDone, offsetAt: (r: number) => outOffset[sorted[r]!]!, crcAt: (r: number) => outCrc[sorted[r]!]! };
     return {
       stats,
-      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n, durable },
+      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n, durable, readBack },
     };
   } catch (e) {
     await writer?.abort();
