@@ -7,7 +7,7 @@
 // (a rebuild meanwhile changes nothing), prints the figures and, with --write, puts them in
 // docs/reliability.md between the figures markers.
 //
-//   npm run reliability                       everything (about a quarter of an hour on 2 cores)
+//   npm run reliability                       everything (8 to 16 minutes on 2 cores)
 //   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env
 //   npm run reliability -- --write            and update docs/reliability.md
 import { spawnSync } from 'node:child_process';
