@@ -39,7 +39,7 @@ function readFull(buf: Buffer, len: number, at: number): void {
 
 /** Reads the written pack back; a problem found, or undefined. */
 function readBack(n: number, dataEnd: number): string | undefined {
-  const buf = Buffer.allocUnsafe(1 << 20);
+  const buf = Buffer.allocUnsafe(d.bufferSize);
   const head = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
   let k = 0;
   let crc = 0;
