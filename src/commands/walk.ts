@@ -1,7 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { GitError } from '../errors.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
-import { OidTable } from '../hash/oid-table.js';
+import { OidRefTable, OidTable } from '../hash/oid-table.js';
+import { listLoose, loosePath } from '../store/loose.js';
+import type { Pack } from '../store/pack.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeFromName } from '../format/object-type.js';
 import type { ObjectDatabase } from '../store/odb.js';
 
@@ -26,21 +28,101 @@ export function repositoryRefs(gitDir: string): string {
   return (head.status === 0 ? `${head.stdout.trim()} HEAD\n` : '') + r.stdout;
 }
 
+/** 0–15 for a hex digit's byte, -1 for anything else. */
+function nibble(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
+}
+
+/** Parses `len` bytes of hex at `p` of `d` into `out`; false (and `out` zeroed) when not hex. */
+function hexInto(d: Uint8Array, p: number, out: Buffer, len: number): boolean {
+  if (p + 2 * len > d.length) {
+    out.fill(0);
+    return false;
+  }
+  for (let k = 0; k < len; k++) {
+    const hi = nibble(d[p + 2 * k]!);
+    const lo = nibble(d[p + 2 * k + 1]!);
+    if (hi < 0 || lo < 0) {
+      out.fill(0);
+      return false;
+    }
+    out[k] = (hi << 4) | lo;
+  }
+  return true;
+}
+
+const startsWith = (d: Uint8Array, p: number, word: Uint8Array): boolean => {
+  if (p + word.length > d.length) return false;
+  for (let k = 0; k < word.length; k++) if (d[p + k] !== word[k]) return false;
+  return true;
+};
+const TREE_ = Buffer.from('tree ');
+const PARENT_ = Buffer.from('parent ');
+const GITLINK = Buffer.from('160000');
+
+/**
+ * Where each id is: the packs' ids in one open-addressing table each (built once, over the idx
+ * bytes in place: no binary search per object), then the loose objects listed once (no file
+ * system call per missing object of a partial clone).
+ */
+function locator(odb: ObjectDatabase, len: number): (id: Uint8Array, pos: number) => { pack: Pack; index: number } | { loose: string } | undefined {
+  const tables = odb.packs.map((p) => {
+    const ids = p.idx.ids;
+    const t = new OidRefTable(len, p.count, (v, ref) => {
+      ref.buf = ids;
+      ref.pos = v * len;
+    });
+    for (let j = 0; j < p.count; j++) t.insert(j, ids, j * len);
+    return t;
+  });
+  const loose = new OidTable(len, 1024);
+  const looseDir: string[] = [];
+  for (const dir of odb.objectDirs) {
+    for (const id of listLoose(dir, odb.algo)) if (loose.insert(id, 0) >= 0) looseDir.push(dir);
+  }
+  return (id, pos) => {
+    for (let k = 0; k < tables.length; k++) {
+      const j = tables[k]!.lookup(id, pos);
+      if (j >= 0) return { pack: odb.packs[k]!, index: j };
+    }
+    const v = loose.lookup(id, pos);
+    return v < 0 ? undefined : { loose: loosePath(looseDir[v]!, id.subarray(pos, pos + len)) };
+  };
+}
+
 /**
  * Every object reachable from the refs, read through our reader: the equivalent of
  * `git rev-list --objects --all` (commits and trees are read and parsed, blobs only named unless
- * `readBlobs`). An explicit queue, ids as bytes, a visited table over id bytes.
+ * `readBlobs`). An explicit stack of object numbers, ids as bytes in one visited table, commits
+ * and trees parsed byte by byte (no strings per entry).
  */
 export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, opts: { readBlobs?: boolean } = {}): WalkResult {
   const t0 = performance.now();
   const len = algo.len;
   const seen = new OidTable(len, 1 << 16);
+  const locate = locator(odb, len);
   const res: WalkResult = { commits: 0, trees: 0, blobs: 0, tags: 0, missing: 0, bytesRead: 0, ms: 0 };
-  // queue of (id, type hint); 0 = unknown (refs)
-  const queue: { id: Buffer; type: number }[] = [];
+  // The stack: numbers in `seen`, and a type hint each (0 = unknown, for refs).
+  let stack = new Int32Array(1 << 12);
+  let hints = new Uint8Array(1 << 12);
+  let top = 0;
   const push = (buf: Uint8Array, pos: number, type: number): void => {
-    if (seen.insert(buf, pos) < 0) return;
-    queue.push({ id: Buffer.from(buf.subarray(pos, pos + len)), type });
+    const v = seen.insert(buf, pos);
+    if (v < 0) return;
+    if (top === stack.length) {
+      const s2 = new Int32Array(top * 2);
+      s2.set(stack);
+      stack = s2;
+      const h2 = new Uint8Array(top * 2);
+      h2.set(hints);
+      hints = h2;
+    }
+    stack[top] = v;
+    hints[top] = type;
+    top++;
   };
   for (const line of refs.split('\n')) {
     const hex = line.split(' ')[0];
@@ -48,10 +130,13 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
     const id = fromHex(hex, algo);
     if (id) push(id, 0, 0);
   }
-  const hexLen = len * 2;
-  while (queue.length > 0) {
-    const { id, type } = queue.pop()!;
-    const where = odb.locate(id);
+  const id = Buffer.alloc(len);
+  const parsed = Buffer.alloc(len);
+  while (top > 0) {
+    top--;
+    const type = hints[top]!;
+    seen.id(stack[top]!).copy(id); // a view until the next insert: copied
+    const where = locate(id, 0);
     if (where === undefined) {
       res.missing++;
       continue;
@@ -68,23 +153,31 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
       // "tree <hex>\n" then "parent <hex>\n"...
       let p = 0;
       while (p < d.length && d[p] !== 0x0a) {
-        const eol = d.indexOf(0x0a, p);
-        const end = eol < 0 ? d.length : eol;
-        if (d[p] === 0x74 && d.toString('latin1', p, p + 5) === 'tree ') push(fromHex(d.toString('latin1', p + 5, p + 5 + hexLen), algo) ?? Buffer.alloc(len), 0, OBJ_TREE);
-        else if (d[p] === 0x70 && d.toString('latin1', p, p + 7) === 'parent ') push(fromHex(d.toString('latin1', p + 7, p + 7 + hexLen), algo) ?? Buffer.alloc(len), 0, OBJ_COMMIT);
-        else break;
+        let end = p;
+        while (end < d.length && d[end] !== 0x0a) end++;
+        if (startsWith(d, p, TREE_)) {
+          hexInto(d, p + 5, parsed, len);
+          push(parsed, 0, OBJ_TREE);
+        } else if (startsWith(d, p, PARENT_)) {
+          hexInto(d, p + 7, parsed, len);
+          push(parsed, 0, OBJ_COMMIT);
+        } else break;
         p = end + 1;
       }
     } else if (obj.type === OBJ_TREE) {
       res.trees++;
       // "<mode> <name>\0<id>"...
       let p = 0;
-      while (p < d.length) {
-        const sp = d.indexOf(0x20, p);
-        const nul = d.indexOf(0, sp);
-        if (sp < 0 || nul < 0 || nul + 1 + len > d.length) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`);
-        const isTree = nul - p > 0 && d[p] === 0x34 && sp - p === 5; // "40000"
-        const isGitlink = sp - p === 6 && d.toString('latin1', p, sp) === '160000';
+      const n = d.length;
+      while (p < n) {
+        let sp = p;
+        while (sp < n && d[sp] !== 0x20) sp++;
+        let nul = sp;
+        while (nul < n && d[nul] !== 0) nul++;
+        if (sp >= n || nul >= n || nul + 1 + len > n) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`);
+        const modeLen = sp - p;
+        const isTree = modeLen === 5 && d[p] === 0x34; // "40000"
+        const isGitlink = modeLen === 6 && startsWith(d, p, GITLINK);
         if (!isGitlink) push(d, nul + 1, isTree ? OBJ_TREE : OBJ_BLOB);
         p = nul + 1 + len;
       }
