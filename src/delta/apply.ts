@@ -36,6 +36,16 @@ export function parseDeltaHeader(delta: Uint8Array): DeltaHeader {
 }
 
 /**
+ * Copies `n` bytes; short runs (most delta inserts, many copies) byte by byte, which is cheaper
+ * than making a subarray view for `set`, long ones natively.
+ */
+function copyBytes(src: Uint8Array, from: number, dst: Uint8Array, to: number, n: number): void {
+  if (n <= 32) {
+    for (let k = 0; k < n; k++) dst[to + k] = src[from + k]!;
+  } else dst.set(src.subarray(from, from + n), to);
+}
+
+/**
  * Applies `delta` to `base` (git's `patch_delta`): both declared sizes are checked, every copy is
  * range-checked against the base and the result, and the result must be filled exactly.
  * `maxSize` bounds the allocation of a hostile declared result size.
@@ -65,11 +75,11 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number
       if (off + size > base.length || o + size > dstSize) {
         throw new DeltaError(`delta copy out of range (offset ${off}, size ${size}, base ${base.length}, result ${dstSize})`);
       }
-      out.set(base.subarray(off, off + size), o);
+      copyBytes(base, off, out, o, size);
       o += size;
     } else if (cmd !== 0) {
       if (p + cmd > end || o + cmd > dstSize) throw new DeltaError('delta insert out of range');
-      out.set(delta.subarray(p, p + cmd), o);
+      copyBytes(delta, p, out, o, cmd);
       o += cmd;
       p += cmd;
     } else {
