@@ -89,6 +89,15 @@ export class ObjectDatabase {
     return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!);
   }
 
+  private scratch: Buffer | undefined;
+
+  /** A buffer for a delta of `size` bytes (at least `size + 1`), reused up to 16 MiB. */
+  private deltaScratch(size: number): Buffer | undefined {
+    if (size + 1 > 16 << 20) return undefined;
+    if (this.scratch === undefined || this.scratch.length < size + 1) this.scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
+    return this.scratch;
+  }
+
   private key(pack: Pack, offset: number): number {
     return this.packIds.get(pack)! * 2 ** 40 + offset;
   }
@@ -111,12 +120,14 @@ export class ObjectDatabase {
         base = hit;
         break;
       }
-      const e = p.entryAt(off, p.endOf(off), true);
-      if (isBaseType(e.hdr.type)) {
-        base = { type: e.hdr.type, data: p.inflate(e) };
+      // Read into the pack's scratch buffer; only a delta, kept on the stack, gets its own copy.
+      const seen = p.entryAt(off, p.endOf(off), false);
+      if (isBaseType(seen.hdr.type)) {
+        base = { type: seen.hdr.type, data: p.inflate(seen) };
         if (stack.length > 0) this.cache.set(key, base);
         break;
       }
+      const e: RawEntry = { ...seen, raw: Buffer.from(seen.raw) };
       if (stack.length >= MAX_DELTA_DEPTH) {
         throw corrupt('bad-delta', pack.packPath, offset, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
       }
@@ -143,7 +154,8 @@ export class ObjectDatabase {
     }
     while (stack.length > 0) {
       const d = stack.pop()!;
-      const delta = d.p.inflate(d.e, base.type);
+      // The delta is used once, right away: it is inflated into a buffer kept for that.
+      const delta = d.p.inflate(d.e, base.type, this.deltaScratch(d.e.hdr.size));
       let data: Buffer;
       try {
         data = applyDelta(base.data, delta);

@@ -333,9 +333,9 @@ export class Pack {
    * dictionary follows from its real type (the type at the bottom of its delta chain), which the
    * caller knows.
    */
-  inflate(e: RawEntry, realType = 0): Buffer {
+  inflate(e: RawEntry, realType = 0, into?: Buffer): Buffer {
     const data = e.raw.subarray(e.hdr.headerLen);
-    if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen);
+    if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
     return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen);
   }
 
