@@ -14,7 +14,7 @@ export interface ZstdCodec {
   /** Compresses `data` at `level` with dictionary number `dict` (-1: none). */
   compress(data: Uint8Array, level: number, dict: number): Buffer;
   /** Decompresses a lean frame that must yield exactly `size` bytes. */
-  decompress(frame: Uint8Array, size: number, dict: number): Buffer;
+  decompress(frame: Uint8Array, size: number, dict: number, into?: Buffer): Buffer;
 }
 
 interface Binding {
@@ -103,9 +103,9 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
       const n = cctx(level, dict).compress2(scratch, data);
       return Buffer.from(scratch.subarray(0, n));
     },
-    decompress(frame, size, dict) {
+    decompress(frame, size, dict, into) {
       // One byte of room more than declared: a frame that decodes to more is caught below.
-      const room = Buffer.allocUnsafe(size + 1);
+      const room = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafe(size + 1);
       let n: number;
       try {
         n = dctx(dict).decompress(room, frame);

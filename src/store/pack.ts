@@ -336,17 +336,20 @@ export class Pack {
   inflate(e: RawEntry, realType = 0, into?: Buffer): Buffer {
     const data = e.raw.subarray(e.hdr.headerLen);
     if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
-    return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen);
+    return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen, into);
   }
 
-  /** A zstd pack entry's data: plain when it has exactly the declared size, else one frame. */
-  unzstd(data: Uint8Array, size: number, realType: number, delta: boolean, offset: number): Buffer {
-    if (data.length === size) return Buffer.from(data);
+  /**
+   * A zstd pack entry's data: plain when it has exactly the declared size, else one frame. With
+   * `into` (for data used once, right away) the result may live there or in `data`.
+   */
+  unzstd(data: Uint8Array, size: number, realType: number, delta: boolean, offset: number, into?: Buffer): Buffer {
+    if (data.length === size) return into !== undefined ? Buffer.from(data.buffer, data.byteOffset, data.length) : Buffer.from(data);
     if (data.length > size && size > 0) throw corrupt('bad-object', this.packPath, offset, `zstd frame of ${data.length} bytes for ${size} bytes of data`);
     const kind = kindOf(realType, delta);
     this.zstd ??= zstdCodec(this.zpack!.dicts.map((d) => d.data));
     try {
-      return this.zstd.decompress(data, size, kind >= 0 ? this.dictOfKind[kind]! : NO_DICT);
+      return this.zstd.decompress(data, size, kind >= 0 ? this.dictOfKind[kind]! : NO_DICT, into);
     } catch (e) {
       throw corrupt('bad-object', this.packPath, offset, (e as Error).message);
     }
