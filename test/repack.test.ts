@@ -40,6 +40,19 @@ function packFiles(repo: string): string[] {
   return fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
 }
 
+/** git's own index of our pack is byte-identical to ours, and so is its .rev. */
+function expectGitIndexes(repo: string, pack: string): void {
+  const base = pack.slice(0, -5);
+  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-idx-'));
+  try {
+    gitOk(['index-pack', '--rev-index', '-o', path.join(tmp, 'g.idx'), pack], { cwd: repo });
+    expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(true);
+    if (fs.existsSync(base + '.rev')) expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(true);
+  } finally {
+    fs.rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
 /** Everything git can say about a rewritten repository. */
 function checkRewritten(repo: string, before: string[], sc: Scenario, hashLen: number, promisor: boolean): void {
   expect(objectSet(repo)).toEqual(before);
@@ -50,15 +63,7 @@ function checkRewritten(repo: string, before: string[], sc: Scenario, hashLen: n
   for (const pack of listPacks(repo)) {
     const base = pack.slice(0, -5);
     if (fs.existsSync(base + '.keep')) continue;
-    // git's own index of our pack is byte-identical to ours, and so is its .rev.
-    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-idx-'));
-    try {
-      gitOk(['index-pack', '--rev-index', '-o', path.join(tmp, 'g.idx'), pack], { cwd: repo });
-      expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(true);
-      if (fs.existsSync(base + '.rev')) expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(true);
-    } finally {
-      fs.rmSync(tmp, { recursive: true, force: true });
-    }
+    expectGitIndexes(repo, pack);
     // Levels: each entry's zlib header says what was stored at which level.
     const bytes = fs.readFileSync(pack);
     const v = verifyPack(repo, pack);
@@ -270,6 +275,8 @@ describe('worker threads change nothing but the speed', () => {
       const rb = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '2' } }));
       expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
       expect(fsckStrict(b).status).toBe(0);
+      // The writing thread's .idx (its CRC32s) and .rev are the ones git writes for that pack.
+      for (const pack of listPacks(b)) expectGitIndexes(b, pack);
     });
   }
 });
