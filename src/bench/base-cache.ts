@@ -41,9 +41,9 @@ abstract class Base {
   }
 }
 
-class SingleLru extends Base implements BaseCache {
-  readonly name = 'single-lru';
-  private readonly map = new Map<number, CachedObject>();
+/** One LRU list in a Map (insertion order is the list): what `single-lru` and `scan-blobs` share. */
+abstract class OneList extends Base {
+  protected readonly map = new Map<number, CachedObject>();
   get(key: number): CachedObject | undefined {
     const v = this.map.get(key);
     if (v === undefined) {
@@ -55,24 +55,31 @@ class SingleLru extends Base implements BaseCache {
     this.map.set(key, v);
     return v;
   }
-  set(key: number, value: CachedObject): void {
-    if (value.data.length > this.maxBytes) return;
+  protected drop(k: number, v: CachedObject): void {
+    this.map.delete(k);
+    this.used -= v.data.length;
+    this.count--;
+  }
+  /** Replaces or adds an entry; false when it is larger than the whole cache. */
+  protected put(key: number, value: CachedObject): boolean {
+    if (value.data.length > this.maxBytes) return false;
     const old = this.map.get(key);
-    if (old !== undefined) {
-      this.map.delete(key);
-      this.used -= old.data.length;
-      this.count--;
-    }
+    if (old !== undefined) this.drop(key, old);
     this.map.set(key, value);
     this.used += value.data.length;
     this.count++;
-    if (!this.over()) return;
+    return true;
+  }
+}
+
+class SingleLru extends OneList implements BaseCache {
+  readonly name = 'single-lru';
+  set(key: number, value: CachedObject): void {
+    if (!this.put(key, value) || !this.over()) return;
     for (const [k, v] of this.map) {
       if (!this.over()) break;
       this.evictionSteps++;
-      this.map.delete(k);
-      this.used -= v.data.length;
-      this.count--;
+      this.drop(k, v);
     }
   }
 }
@@ -120,32 +127,10 @@ class TwoLists extends Base implements BaseCache {
   }
 }
 
-class ScanBlobs extends Base implements BaseCache {
+class ScanBlobs extends OneList implements BaseCache {
   readonly name = 'scan-blobs';
-  private readonly map = new Map<number, CachedObject>();
-  get(key: number): CachedObject | undefined {
-    const v = this.map.get(key);
-    if (v === undefined) {
-      this.misses++;
-      return undefined;
-    }
-    this.hits++;
-    this.map.delete(key);
-    this.map.set(key, v);
-    return v;
-  }
-  private drop(k: number, v: CachedObject): void {
-    this.map.delete(k);
-    this.used -= v.data.length;
-    this.count--;
-  }
   set(key: number, value: CachedObject): void {
-    if (value.data.length > this.maxBytes) return;
-    const old = this.map.get(key);
-    if (old !== undefined) this.drop(key, old);
-    this.map.set(key, value);
-    this.used += value.data.length;
-    this.count++;
+    if (!this.put(key, value)) return;
     // A full slot table replaces an entry whatever its type.
     if (this.count > this.maxEntries) {
       const first = this.map.entries().next().value as [number, CachedObject];

@@ -1,9 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { GitError } from '../errors.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
-import { OidRefTable, OidTable } from '../hash/oid-table.js';
-import { listLoose, loosePath } from '../store/loose.js';
-import type { Pack } from '../store/pack.js';
+import { OidTable } from '../hash/oid-table.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeFromName } from '../format/object-type.js';
 import type { ObjectDatabase } from '../store/odb.js';
 
@@ -64,36 +62,6 @@ const PARENT_ = Buffer.from('parent ');
 const GITLINK = Buffer.from('160000');
 
 /**
- * Where each id is: the packs' ids in one open-addressing table each (built once, over the idx
- * bytes in place: no binary search per object), then the loose objects listed once (no file
- * system call per missing object of a partial clone).
- */
-function locator(odb: ObjectDatabase, len: number): (id: Uint8Array, pos: number) => { pack: Pack; index: number } | { loose: string } | undefined {
-  const tables = odb.packs.map((p) => {
-    const ids = p.idx.ids;
-    const t = new OidRefTable(len, p.count, (v, ref) => {
-      ref.buf = ids;
-      ref.pos = v * len;
-    });
-    for (let j = 0; j < p.count; j++) t.insert(j, ids, j * len);
-    return t;
-  });
-  const loose = new OidTable(len, 1024);
-  const looseDir: string[] = [];
-  for (const dir of odb.objectDirs) {
-    for (const id of listLoose(dir, odb.algo)) if (loose.insert(id, 0) >= 0) looseDir.push(dir);
-  }
-  return (id, pos) => {
-    for (let k = 0; k < tables.length; k++) {
-      const j = tables[k]!.lookup(id, pos);
-      if (j >= 0) return { pack: odb.packs[k]!, index: j };
-    }
-    const v = loose.lookup(id, pos);
-    return v < 0 ? undefined : { loose: loosePath(looseDir[v]!, id.subarray(pos, pos + len)) };
-  };
-}
-
-/**
  * Every object reachable from the refs, read through our reader: the equivalent of
  * `git rev-list --objects --all` (commits and trees are read and parsed, blobs only named unless
  * `readBlobs`). An explicit stack of object numbers, ids as bytes in one visited table, commits
@@ -103,7 +71,8 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
   const t0 = performance.now();
   const len = algo.len;
   const seen = new OidTable(len, 1 << 16);
-  const locate = locator(odb, len);
+  // Every object is looked up: tables over the idx bytes instead of a binary search each.
+  odb.indexForBulkLookups();
   const res: WalkResult = { commits: 0, trees: 0, blobs: 0, tags: 0, missing: 0, bytesRead: 0, ms: 0 };
   // The stack: numbers in `seen`, and a type hint each (0 = unknown, for refs).
   let stack = new Int32Array(1 << 12);
@@ -136,7 +105,7 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
     top--;
     const type = hints[top]!;
     seen.id(stack[top]!).copy(id); // a view until the next insert: copied
-    const where = locate(id, 0);
+    const where = odb.locate(id, 0);
     if (where === undefined) {
       res.missing++;
       continue;

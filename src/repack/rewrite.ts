@@ -300,6 +300,30 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l === 'keep' ? KEEP : l;
   };
   const isDirect = (s: number): boolean => srcPack[s] === LOOSE || (wantWhole[s] === 1 && isDelta(scans[srcPack[s]!]!.type[srcIdx[s]!]!));
+  /** What happens to a pack entry: its type, level and whether its encoding already matches. */
+  const classify = (s: number): { type: number; level: number; matches: boolean } => {
+    const pack = packs[srcPack[s]!]!;
+    const scan = scans[srcPack[s]!]!;
+    const j = srcIdx[s]!;
+    const off = pack.idx.offsets[j]!;
+    const b = base[s]!;
+    const type = b >= 0 ? outType[b]! : scan.type[j]!;
+    if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
+    outType[s] = type;
+    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
+    const keep = level === KEEP;
+    if (keep) level = opts.autoFallback ?? -1;
+    // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
+    const matches = zout === undefined && scan.stored[j] !== 2 && (keep || encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1));
+    return { type, level, matches };
+  };
+  /** The same, counted in the stats. */
+  const decide = (s: number): { type: number; level: number; matches: boolean } => {
+    const d = classify(s);
+    if (d.matches) stats.copied++;
+    else bump(stats.reencoded, d.type);
+    return d;
+  };
   /**
    * Whether the pack written would be the one source pack byte for byte: every entry copied, in
    * the same order, at the same offset, with the same header. Then nothing is written at all.
@@ -315,14 +339,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const s = outOrder[k]!;
       if (isDirect(s)) return false;
       const j = srcIdx[s]!;
-      if (pack.idx.offsets[j] !== off || scan.stored[j] === 2) return false;
+      if (pack.idx.offsets[j] !== off) return false;
       const b = base[s]!;
-      const type = b >= 0 ? outType[b]! : scan.type[j]!;
-      if (!isBaseType(type)) return false;
-      outType[s] = type;
+      const { type, matches } = classify(s);
+      if (!matches) return false;
       const end = pack.end(j);
-      const level = levelOf(type, scan.size[j]!, end - off - scan.headerLen[j]!);
-      if (level !== KEEP && !encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1)) return false;
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
       if (hl !== scan.headerLen[j]) return false;
@@ -395,25 +416,6 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     return { type: obj.type, size: obj.data.length, data };
   };
 
-  /** What happens to a pack entry: its type, level and whether its encoding already matches. */
-  const decide = (s: number): { type: number; level: number; matches: boolean } => {
-    const pack = packs[srcPack[s]!]!;
-    const scan = scans[srcPack[s]!]!;
-    const j = srcIdx[s]!;
-    const off = pack.idx.offsets[j]!;
-    const b = base[s]!;
-    const type = b >= 0 ? outType[b]! : scan.type[j]!;
-    if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
-    outType[s] = type;
-    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
-    const keep = level === KEEP;
-    if (keep) level = opts.autoFallback ?? -1;
-    // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
-    const matches = zout === undefined && scan.stored[j] !== 2 && (keep || encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1));
-    if (matches) stats.copied++;
-    else bump(stats.reencoded, type);
-    return { type, level, matches };
-  };
 
   if (opts.dryRun) {
     for (let k = 0; k < n; k++) {

@@ -4,7 +4,8 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import { applyDelta } from '../delta/apply.js';
 import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
-import { loosePath, readLooseFile } from './loose.js';
+import { listLoose, loosePath, readLooseFile } from './loose.js';
+import { OidRefTable, OidTable } from '../hash/oid-table.js';
 import { Pack, type RawEntry } from './pack.js';
 import { listPacks } from './packdir.js';
 
@@ -57,8 +58,44 @@ export class ObjectDatabase {
     this.cache.clear();
   }
 
+  private bulk: { tables: OidRefTable[]; loose: OidTable; looseDir: string[] } | undefined;
+
+  /**
+   * For a job that looks up most objects (a walk): each pack's ids get an open-addressing table
+   * over the idx bytes (built once; no binary search per look-up) and the loose objects are
+   * listed once (no file system call per missing object of a partial clone). Packs added and
+   * objects written afterwards are not seen by `locate`.
+   */
+  indexForBulkLookups(): void {
+    const len = this.algo.len;
+    const tables = this.packs.map((p) => {
+      const ids = p.idx.ids;
+      const t = new OidRefTable(len, p.count, (v, ref) => {
+        ref.buf = ids;
+        ref.pos = v * len;
+      });
+      for (let j = 0; j < p.count; j++) t.insert(j, ids, j * len);
+      return t;
+    });
+    const loose = new OidTable(len, 1024);
+    const looseDir: string[] = [];
+    for (const dir of this.objectDirs) {
+      for (const id of listLoose(dir, this.algo)) if (loose.insert(id, 0) >= 0) looseDir.push(dir);
+    }
+    this.bulk = { tables, loose, looseDir };
+  }
+
   /** Where `id` is: a pack and idx position, or a loose file path. */
   locate(id: Uint8Array, pos = 0): { pack: Pack; index: number } | { loose: string } | undefined {
+    if (this.bulk !== undefined) {
+      const { tables, loose, looseDir } = this.bulk;
+      for (let k = 0; k < tables.length; k++) {
+        const j = tables[k]!.lookup(id, pos);
+        if (j >= 0) return { pack: this.packs[k]!, index: j };
+      }
+      const v = loose.lookup(id, pos);
+      return v < 0 ? undefined : { loose: loosePath(looseDir[v]!, id.subarray(pos, pos + this.algo.len)) };
+    }
     for (const pack of this.packs) {
       const j = pack.idx.find(id, pos);
       if (j >= 0) return { pack, index: j };

@@ -130,12 +130,7 @@ export class Pack {
       throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, { file: idxPath });
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
-    let fd: number;
-    try {
-      fd = openSync(packPath, 'r');
-    } catch (e) {
-      throw new GitError('io', `cannot open ${packPath}: ${(e as Error).message}`, { file: packPath });
-    }
+    const fd = openForReading(packPath);
     try {
       const size = fstatSync(fd).size;
       const head = Buffer.alloc(PACK_HEADER_SIZE);
@@ -160,12 +155,7 @@ export class Pack {
 
   /** The zstd pack at `path`, or undefined when the file does not start with its signature. */
   static tryZpack(path: string): Pack | undefined {
-    let fd: number;
-    try {
-      fd = openSync(path, 'r');
-    } catch (e) {
-      throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
-    }
+    const fd = openForReading(path);
     try {
       const head = Buffer.alloc(4);
       readSync(fd, head, 0, 4, 0);
@@ -435,6 +425,14 @@ export class Pack {
   findOffset(id: Uint8Array, pos = 0): number {
     const j = this.idx.find(id, pos);
     return j < 0 ? -1 : this.idx.offsets[j]!;
+  }
+}
+
+function openForReading(path: string): number {
+  try {
+    return openSync(path, 'r');
+  } catch (e) {
+    throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
   }
 }
 
