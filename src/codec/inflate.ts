@@ -29,6 +29,7 @@ export interface InflateOutcome {
 const Z_FINISH = zlib.constants.Z_FINISH;
 
 export class Inflater {
+  /** The stream that owns the handle, kept referenced so that its engine is not collected. */
   private readonly stream: zlib.Inflate | undefined;
   private readonly handle: NativeHandle | undefined;
   private readonly state: Uint32Array | undefined;
@@ -57,10 +58,6 @@ export class Inflater {
     const availOut = this.state![0]!;
     const availIn = this.state![1]!;
     return { produced: out.length - availOut, consumed: input.length - availIn, error: this.error };
-  }
-
-  close(): void {
-    this.stream?.close();
   }
 }
 
