@@ -1,13 +1,18 @@
 import fs from 'node:fs';
 import crypto from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { inflateSync, deflateSync } from 'node:zlib';
-import { SHA1, SHA256, hashObjectBuffer, toHex } from '../src/hash/algo.js';
+import { inflateSync, deflateSync, crc32 } from 'node:zlib';
+import os from 'node:os';
+import path from 'node:path';
+import { OBJECT_HEADER_ROOM, SHA1, SHA256, hashObjectBuffer, objectHeader, putObjectHeader, toHex } from '../src/hash/algo.js';
+import { StackArena } from '../src/delta/arena.js';
+import { Pack } from '../src/store/pack.js';
+import { scanPack } from '../src/store/pack-scan.js';
 import { OidTable } from '../src/hash/oid-table.js';
 import { sortIds } from '../src/hash/sort.js';
 import { encodeIdxV2, parseIdx } from '../src/format/idx.js';
 import { encodeRev, packOrderFromOffsets, parseRev } from '../src/format/rev.js';
-import { encodeEntryHeader, encodeOfsDistance, ofsDistanceLength, parseEntryHeader } from '../src/format/pack.js';
+import { encodeEntryHeader, encodeOfsDistance, encodePackHeader, ofsDistanceLength, parseEntryHeader } from '../src/format/pack.js';
 import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
 import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
@@ -151,9 +156,78 @@ describe('deltas', () => {
     expect(() => applyDelta(base, delta(20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), 1 << 20)).toThrow();
   });
 
+  it('writes into a buffer it is given, when that is large enough', () => {
+    const d = delta(20, 7, 0x91, 10, 4, 3, 0x78, 0x79, 0x7a);
+    const into = Buffer.alloc(16, 0x2e);
+    const out = applyDelta(base, d, Number.MAX_SAFE_INTEGER, into);
+    expect(out.buffer).toBe(into.buffer);
+    expect(into.toString()).toBe('abcdxyz.........');
+    const small = Buffer.alloc(6);
+    const own = applyDelta(base, d, Number.MAX_SAFE_INTEGER, small);
+    expect(own.buffer).not.toBe(small.buffer);
+    expect(own.toString()).toBe('abcdxyz');
+  });
+
   it('a huge declared result size is refused before allocating it', () => {
     const d = delta(20, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x91, 0, 4);
     expect(() => applyDelta(base, d, 1 << 20)).toThrow(/exceeds limit/);
+  });
+});
+
+describe('pack scan', () => {
+  it('declared sizes past 4 GiB widen the size table instead of wrapping', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'scan-'));
+    try {
+      const declared = 2 ** 32 + 5;
+      const head = Buffer.alloc(16);
+      const hl = encodeEntryHeader(3, declared, head, 0);
+      // Not real deflate data (the scan does not inflate), but long enough that 1032:1 could make it.
+      const data = Buffer.alloc(4_200_000, 0x55);
+      data[0] = 0x78;
+      data[1] = 0x01;
+      const entry = Buffer.concat([head.subarray(0, hl), data]);
+      const body = Buffer.concat([encodePackHeader(1), entry]);
+      const sum = crypto.createHash('sha1').update(body).digest();
+      fs.writeFileSync(path.join(dir, 'p.pack'), Buffer.concat([body, sum]));
+      const idx = encodeIdxV2({ count: 1, ids: Buffer.alloc(20, 0x11), offsets: new Uint32Array([12]), crcs: new Uint32Array([crc32(entry)]) }, sum, SHA1);
+      fs.writeFileSync(path.join(dir, 'p.idx'), idx);
+      const pack = Pack.open(path.join(dir, 'p.pack'), SHA1);
+      try {
+        const problems: string[] = [];
+        const scan = scanPack(pack, { checkCrc: true, onProblem: (p) => problems.push(p.message) });
+        expect(problems).toEqual([]);
+        expect(scan.size).toBeInstanceOf(Float64Array);
+        expect(scan.size[0]).toBe(declared);
+      } finally {
+        pack.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('stack arena', () => {
+  it('hands out the top, releases back to a mark, and spills what does not fit', () => {
+    const a = new StackArena(100);
+    const m0 = a.top;
+    const x = a.alloc(40);
+    const m1 = a.top;
+    const y = a.alloc(50);
+    expect(a.top).toBe(90);
+    expect(x.buffer).toBe(y.buffer);
+    expect(y.byteOffset - x.byteOffset).toBe(40);
+    const spill = a.alloc(20); // 90 + 20 > 100: a buffer of its own, the top does not move
+    expect(spill.buffer).not.toBe(x.buffer);
+    expect(spill.length).toBe(20);
+    expect(a.top).toBe(90);
+    a.release(m1);
+    const z = a.alloc(10);
+    expect(z.byteOffset).toBe(y.byteOffset);
+    a.release(m0);
+    expect(a.top).toBe(0);
+    a.release(50); // releasing above the top changes nothing
+    expect(a.top).toBe(0);
   });
 });
 
@@ -175,6 +249,19 @@ describe('delta base cache: one LRU list capped in bytes', () => {
 });
 
 describe('object ids', () => {
+  it('an object header written in front of the data hashes like objectHeader + data', () => {
+    for (const [type, data] of [['blob', Buffer.alloc(0)], ['commit', Buffer.from('tree x\n')], ['tree', crypto.randomBytes(123457)]] as const) {
+      const block = Buffer.alloc(OBJECT_HEADER_ROOM + data.length, 0xaa);
+      data.copy(block, OBJECT_HEADER_ROOM);
+      const from = putObjectHeader(block, OBJECT_HEADER_ROOM, type, data.length);
+      expect(block.subarray(from, OBJECT_HEADER_ROOM)).toEqual(objectHeader(type, data.length));
+      for (const algo of [SHA1, SHA256]) expect(algo.digest(block.subarray(from))).toEqual(hashObjectBuffer(algo, type, data));
+    }
+    const big = Buffer.alloc(OBJECT_HEADER_ROOM);
+    const from = putObjectHeader(big, OBJECT_HEADER_ROOM, 'commit', 2 ** 40 + 3);
+    expect(big.subarray(from).toString('latin1')).toBe(`commit ${2 ** 40 + 3}\0`);
+  });
+
   it('the open-addressing table finds every id and only those', () => {
     const t = new OidTable(20, 4);
     const ids = Array.from({ length: 5000 }, (_, i) => hashObjectBuffer(SHA1, 'blob', Buffer.from(String(i))));

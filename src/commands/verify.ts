@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { GitError } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { objectHeader } from '../hash/algo.js';
-import { applyDelta } from '../delta/apply.js';
+import { OBJECT_HEADER_ROOM, objectHeader, putObjectHeader } from '../hash/algo.js';
+import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
+import { StackArena } from '../delta/arena.js';
 import { firstUnsortedId, idOffsetInFile, idxChecksumOk, offsetOffsetInFile } from '../format/idx.js';
 import { parseRev } from '../format/rev.js';
 import { typeName } from '../format/object-type.js';
@@ -10,6 +11,7 @@ import { Pack } from '../store/pack.js';
 import { inflateEntryStreaming } from '../store/stream-inflate.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type PackScan, type ScanProblem } from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
+import { collectGarbage } from '../store/memory.js';
 
 export interface VerifyPackResult {
   pack: string;
@@ -36,6 +38,9 @@ export interface VerifyOptions {
 }
 
 const MAX_REPORTED = 50;
+
+/** The resolution stack's memory: the objects of the chain being resolved, one frame each. */
+const ARENA_BYTES = 16 << 20;
 
 /**
  * Verifies one pack like `git verify-pack` / `git index-pack --verify`: trailer checksums of pack
@@ -83,7 +88,7 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.packPath, offset: pack.dataEnd + idx.raw.length - len, message: 'index checksum mismatch' });
     if (!pack.trailerOk()) problem({ file: pack.packPath, offset: pack.size - len, message: 'zstd pack trailer checksum mismatch' });
   } else {
-    const idxBuf = readFileSync(pack.idxPath);
+    const idxBuf = idx.raw;
     if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
   }
   const unsorted = firstUnsortedId(idx);
@@ -148,6 +153,9 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     return;
   }
   opts.onProgress?.('indexing objects', n, n);
+  // The scan's and the checksum's read buffers are garbage now; collected before the objects'
+  // memory grows, the peak is the larger of the two phases, not their sum.
+  collectGarbage();
   opts.signal?.throwIfAborted();
 
   // Objects: inflate, resolve and re-hash, base first.
@@ -159,18 +167,22 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   let deltas = 0;
   for (let j = 0; j < n; j++) if (scan.parent[j] !== NO_PARENT) deltas++;
   let resolved = 0;
-  const checkId = (j: number, type: number, data: Buffer): void => {
-    const h = algo.create();
-    h.update(objectHeader(typeName(type), data.length));
-    h.update(data);
-    const id = h.digest();
+  // Every object lives in the arena with room for its header in front, so that one digest call
+  // hashes it; a delta is inflated into `deltaBuf`, which is reused.
+  const arena = new StackArena(ARENA_BYTES);
+  let deltaBuf = Buffer.allocUnsafeSlow(1 << 16);
+  const H = OBJECT_HEADER_ROOM;
+  const checkId = (j: number, type: number, block: Buffer, size: number): void => {
+    const from = putObjectHeader(block, H, typeName(type), size);
+    const id = algo.digest(block.subarray(from, H + size));
     if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
       problem({ file: pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
     }
   };
-  const load = (j: number, realType: number): Buffer | undefined => {
+  const load = (j: number, realType: number, into: Buffer): Buffer | undefined => {
     try {
-      return pack.inflate(pack.entry(j), realType);
+      const data = pack.inflate(pack.entry(j), realType, into);
+      return data;
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
       problem({ file: pack.packPath, offset: e.offset ?? idx.offsets[j]!, message: stripWhere(e) });
@@ -181,6 +193,8 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     j: number;
     data: Buffer;
     next: number;
+    /** The arena's top before this frame's object. */
+    mark: number;
   }
   const bigFile = opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD;
   for (let i = 0; i < n; i++) {
@@ -206,18 +220,30 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
       }
       continue;
     }
-    const rootData = load(root, scan.type[root]!);
-    done[root] = 1;
-    if (rootData === undefined) continue;
     const type = scan.type[root]!;
+    const rootSize = scan.size[root]!;
+    const rootMark = arena.top;
+    const rootBlock = arena.alloc(H + rootSize + 1);
+    let rootData = load(root, type, rootBlock.subarray(H));
+    done[root] = 1;
+    if (rootData === undefined) {
+      arena.release(rootMark);
+      continue;
+    }
+    // A zstd pack may hand back its own bytes (an entry stored plain): into the arena with them.
+    if (rootData.buffer !== rootBlock.buffer || rootData.byteOffset !== rootBlock.byteOffset + H) {
+      rootBlock.set(rootData, H);
+      rootData = rootBlock.subarray(H, H + rootSize);
+    }
     realType[root] = type;
-    checkId(root, type, rootData);
+    checkId(root, type, rootBlock, rootSize);
     opts.signal?.throwIfAborted();
-    const stack: Frame[] = [{ j: root, data: rootData, next: start[root]! }];
+    const stack: Frame[] = [{ j: root, data: rootData, next: start[root]!, mark: rootMark }];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
       if (f.next >= start[f.j + 1]!) {
         stack.pop();
+        arena.release(f.mark);
         continue;
       }
       const c = list[f.next++]!;
@@ -226,20 +252,27 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
         problem({ file: pack.packPath, offset: idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
         continue;
       }
-      const delta = load(c, type);
+      if (deltaBuf.length <= scan.size[c]!) deltaBuf = Buffer.allocUnsafeSlow(scan.size[c]! + 1);
+      const delta = load(c, type, deltaBuf);
       if (delta === undefined) continue;
+      const mark = arena.top;
+      let block: Buffer;
       let data: Buffer;
       try {
-        data = applyDelta(f.data, delta);
+        const size = parseDeltaHeader(delta).dstSize;
+        block = arena.alloc(H + size);
+        data = applyDelta(f.data, delta, Number.MAX_SAFE_INTEGER, block.subarray(H));
       } catch (e) {
+        arena.release(mark);
         problem({ file: pack.packPath, offset: idx.offsets[c]!, message: (e as Error).message });
         continue;
       }
       realType[c] = type;
       depth[c] = stack.length;
-      checkId(c, type, data);
+      checkId(c, type, block, data.length);
       if ((++resolved & 0x3fff) === 0) opts.onProgress?.('resolving deltas', resolved, deltas);
-      if (start[c + 1]! > start[c]!) stack.push({ j: c, data, next: start[c]! });
+      if (start[c + 1]! > start[c]!) stack.push({ j: c, data, next: start[c]!, mark });
+      else arena.release(mark);
     }
   }
   if (deltas > 0) opts.onProgress?.('resolving deltas', deltas, deltas);

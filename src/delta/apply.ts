@@ -48,13 +48,14 @@ function copyBytes(src: Uint8Array, from: number, dst: Uint8Array, to: number, n
 /**
  * Applies `delta` to `base` (git's `patch_delta`): both declared sizes are checked, every copy is
  * range-checked against the base and the result, and the result must be filled exactly.
- * `maxSize` bounds the allocation of a hostile declared result size.
+ * `maxSize` bounds the allocation of a hostile declared result size. The result goes into `into`
+ * when it is given and large enough, else into a buffer of its own.
  */
-export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER): Buffer {
+export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER, into?: Buffer): Buffer {
   const { srcSize, dstSize, pos } = parseDeltaHeader(delta);
   if (srcSize !== base.length) throw new DeltaError(`delta base size ${srcSize} does not match base object size ${base.length}`);
   if (dstSize > maxSize) throw new DeltaError(`delta result size ${dstSize} exceeds limit ${maxSize}`);
-  const out = Buffer.allocUnsafe(dstSize);
+  const out = into !== undefined && into.length >= dstSize ? into.subarray(0, dstSize) : Buffer.allocUnsafe(dstSize);
   let o = 0;
   let p = pos;
   const end = delta.length;

@@ -6,6 +6,9 @@ const FANOUT_BYTES = 256 * 4;
 /** Offsets above this go to the 64-bit table (git's default `pack_idx_opts.off32_limit`). */
 export const DEFAULT_OFF32_LIMIT = 0x7fffffff;
 
+/** Offsets by idx position; 4 bytes per object when every offset fits (packs under 2 GiB). */
+export type Offsets = Float64Array | Uint32Array;
+
 /**
  * A pack's `.idx` (v1 or v2), parsed once into typed arrays: ids stay bytes in one buffer,
  * sorted as in the file. Lookup is fanout plus binary search (git's `bsearch_pack`).
@@ -19,7 +22,8 @@ export class PackIndex {
     readonly fanout: Uint32Array,
     /** `count * algo.len` bytes, sorted. */
     readonly ids: Buffer,
-    readonly offsets: Float64Array,
+    /** Entry offsets by idx position: 32-bit unless the idx has a 64-bit offset table. */
+    readonly offsets: Offsets,
     /** The idx file itself (ids and CRC32s are read from it, not copied). */
     readonly raw: Buffer,
     /** Where the CRC32 table starts in `raw`; -1 for idx v1, which has none. */
@@ -98,9 +102,8 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   if (v2 ? minSize > trailer : minSize !== trailer) {
     throw corrupt('bad-idx', file, fanoutAt + 255 * 4, `index size ${buf.length} does not match the ${count} objects its fanout claims`);
   }
-  const offsets = new Float64Array(count);
-
   if (!v2) {
+    const offsets = new Uint32Array(count);
     const rec = 4 + len;
     const ids = Buffer.allocUnsafe(count * len);
     for (let i = 0; i < count; i++) {
@@ -119,6 +122,7 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
     throw corrupt('bad-idx', file, 0, `index size ${buf.length} does not match ${count} objects`);
   }
   const largeOffsets = (trailer - off64At) / 8;
+  const offsets: Offsets = largeOffsets > 0 ? new Float64Array(count) : new Uint32Array(count);
   for (let i = 0; i < count; i++) {
     const o = buf.readUInt32BE(off32At + i * 4);
     if (o & 0x80000000) {
@@ -178,7 +182,7 @@ export function idxChecksumOk(buf: Buffer, algo: HashAlgo): boolean {
 export interface SortedEntries {
   count: number;
   ids: Buffer;
-  offsets: Float64Array;
+  offsets: Offsets;
   crcs: Uint32Array;
 }
 

@@ -45,7 +45,7 @@ export function encodeRev(order: Uint32Array, packChecksum: Uint8Array, algo: Ha
 }
 
 /** Pack order from offsets alone, when there is no `.rev` (git's `create_pack_revindex`). */
-export function packOrderFromOffsets(offsets: Float64Array): Uint32Array {
+export function packOrderFromOffsets(offsets: Float64Array | Uint32Array): Uint32Array {
   const n = offsets.length;
   // Fast path: offset and position packed in one exactly representable number, sorted natively.
   let max = 0;

@@ -1,4 +1,4 @@
-import { createHash, type Hash } from 'node:crypto';
+import crypto, { createHash, type Hash } from 'node:crypto';
 
 /** The repository's object format (`extensions.objectFormat`). */
 export interface HashAlgo {
@@ -8,6 +8,15 @@ export interface HashAlgo {
   /** Id used in `.rev` and midx headers (git's `hash_algo.format_id`: 1 for sha1, 2 for sha256). */
   readonly revId: number;
   create(): Hash;
+  /** The hash of one buffer, without a Hash object (one native call). */
+  digest(data: Uint8Array): Buffer;
+}
+
+/** `crypto.hash` (Node 20.12+): one-shot, no Hash object per call; else createHash. */
+const oneShot = (crypto as unknown as { hash?: (algo: string, data: Uint8Array, enc: 'buffer') => Buffer }).hash;
+function digestWith(name: 'sha1' | 'sha256'): (data: Uint8Array) => Buffer {
+  if (oneShot !== undefined) return (data) => oneShot(name, data, 'buffer');
+  return (data) => createHash(name).update(data).digest();
 }
 
 export const SHA1: HashAlgo = {
@@ -15,6 +24,7 @@ export const SHA1: HashAlgo = {
   len: 20,
   revId: 1,
   create: () => createHash('sha1'),
+  digest: digestWith('sha1'),
 };
 
 export const SHA256: HashAlgo = {
@@ -22,6 +32,7 @@ export const SHA256: HashAlgo = {
   len: 32,
   revId: 2,
   create: () => createHash('sha256'),
+  digest: digestWith('sha256'),
 };
 
 export function hashAlgoByName(name: string): HashAlgo | undefined {
@@ -46,6 +57,26 @@ export function toHex(buf: Uint8Array, off = 0, len = buf.length - off): string 
 export function fromHex(hex: string, algo: HashAlgo): Buffer | undefined {
   if (hex.length !== algo.len * 2 || !/^[0-9a-fA-F]+$/.test(hex)) return undefined;
   return Buffer.from(hex, 'hex');
+}
+
+/** Room for any object header before an object's data (`putObjectHeader`). */
+export const OBJECT_HEADER_ROOM = 32;
+
+/**
+ * Writes `"<type> <size>\0"` so that it ends at `end` in `buf` and returns where it starts: with
+ * the data right after it, one `digest` call hashes the object. `type` is a plain ASCII name.
+ */
+export function putObjectHeader(buf: Uint8Array, end: number, type: string, size: number): number {
+  let p = end;
+  buf[--p] = 0;
+  let v = size;
+  do {
+    buf[--p] = 48 + (v % 10);
+    v = Math.floor(v / 10);
+  } while (v > 0);
+  buf[--p] = 32;
+  for (let i = type.length - 1; i >= 0; i--) buf[--p] = type.charCodeAt(i);
+  return p;
 }
 
 /** `"<type> <size>\0"`: the header hashed in front of every object's content. */

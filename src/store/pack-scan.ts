@@ -18,7 +18,8 @@ export const BROKEN = -3;
  */
 export interface PackScan {
   type: Uint8Array;
-  size: Float64Array;
+  /** Declared sizes: 32-bit until a size needs more (then the array is widened once). */
+  size: Uint32Array | Float64Array;
   headerLen: Uint8Array;
   /** Base entry's idx position, or NO_PARENT / EXTERNAL_PARENT / BROKEN. */
   parent: Int32Array;
@@ -47,7 +48,7 @@ export function scanPack(
   const n = pack.count;
   const scan: PackScan = {
     type: new Uint8Array(n),
-    size: new Float64Array(n),
+    size: new Uint32Array(n),
     headerLen: new Uint8Array(n),
     parent: new Int32Array(n).fill(BROKEN),
     externalBase: new Map(),
@@ -87,6 +88,7 @@ export function scanPack(
       return;
     }
     scan.type[j] = h.type;
+    if (h.size > 0xffffffff && scan.size instanceof Uint32Array) scan.size = Float64Array.from(scan.size);
     scan.size[j] = h.size;
     scan.headerLen[j] = h.headerLen;
     const z0 = zstd ? undefined : raw[h.headerLen];
@@ -132,13 +134,16 @@ export function childrenOf(parent: Int32Array, order: Uint32Array): { start: Int
     if (p >= 0) start[p + 1]!++;
   }
   for (let j = 0; j < n; j++) start[j + 1]! += start[j]!;
-  const fill = start.slice(0, n);
   const list = new Int32Array(start[n]!);
+  // Filling advances start[p] to where p's list ends (the old start[p + 1]); shifting the array
+  // back by one restores it, with no second n-sized array.
   for (let i = 0; i < n; i++) {
     const j = order[i]!;
     const p = parent[j]!;
-    if (p >= 0) list[fill[p]!++] = j;
+    if (p >= 0) list[start[p]!++] = j;
   }
+  for (let j = n; j > 0; j--) start[j] = start[j - 1]!;
+  start[0] = 0;
   return { start, list };
 }
 
