@@ -168,6 +168,25 @@ describe('deltas', () => {
     expect(own.toString()).toBe('abcdxyz');
   });
 
+  it('with base and result in one buffer, copies run within it and give the same bytes', () => {
+    // base: 200 bytes; delta: copy 100 at 50 (long: copyWithin), insert 3, copy 10 at 0 (short)
+    const big = Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 7) & 0xff));
+    const d = delta(0xc8, 0x01, 113, 0x91, 50, 100, 3, 1, 2, 3, 0x91, 0, 10);
+    const want = applyDelta(big, d);
+    expect(want.length).toBe(113);
+    expect(want.subarray(0, 100).equals(big.subarray(50, 150))).toBe(true);
+    const one = Buffer.alloc(400, 0xee);
+    big.copy(one, 0);
+    const got = applyDelta(one.subarray(0, 200), d, Number.MAX_SAFE_INTEGER, one.subarray(200));
+    expect(got.equals(want)).toBe(true);
+    expect(got.byteOffset - one.byteOffset).toBe(200);
+    expect(one.subarray(0, 200).equals(big)).toBe(true); // the base is left as it was
+    // result in front of the base in the same buffer: not the copyWithin layout, still right
+    const rev = Buffer.alloc(400, 0xee);
+    big.copy(rev, 200);
+    expect(applyDelta(rev.subarray(200), d, Number.MAX_SAFE_INTEGER, rev.subarray(0, 200)).equals(want)).toBe(true);
+  });
+
   it('a huge declared result size is refused before allocating it', () => {
     const d = delta(20, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x91, 0, 4);
     expect(() => applyDelta(base, d, 1 << 20)).toThrow(/exceeds limit/);

@@ -114,7 +114,7 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
       res.blobs++;
       continue;
     }
-    const obj = odb.readAt(where);
+    const obj = odb.readAt(where, true); // parsed and dropped before the next read
     res.bytesRead += obj.data.length;
     const d = obj.data;
     if (obj.type === OBJ_COMMIT) {

@@ -37,7 +37,9 @@ export function parseDeltaHeader(delta: Uint8Array): DeltaHeader {
 
 /**
  * Copies `n` bytes; short runs (most delta inserts, many copies) byte by byte, which is cheaper
- * than making a subarray view for `set`, long ones natively.
+ * than making a subarray view for `set`, long ones natively. `applyDelta` passes plain
+ * Uint8Array views: their `subarray` is a third cheaper than a Buffer's (no FastBuffer to build),
+ * and one kind of array keeps these accesses monomorphic.
  */
 function copyBytes(src: Uint8Array, from: number, dst: Uint8Array, to: number, n: number): void {
   if (n <= 32) {
@@ -55,32 +57,41 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number
   const { srcSize, dstSize, pos } = parseDeltaHeader(delta);
   if (srcSize !== base.length) throw new DeltaError(`delta base size ${srcSize} does not match base object size ${base.length}`);
   if (dstSize > maxSize) throw new DeltaError(`delta result size ${dstSize} exceeds limit ${maxSize}`);
-  const out = into !== undefined && into.length >= dstSize ? into.subarray(0, dstSize) : Buffer.allocUnsafe(dstSize);
+  const result = into !== undefined && into.length >= dstSize ? into.subarray(0, dstSize) : Buffer.allocUnsafe(dstSize);
+  const out = plain(result);
+  const src = plain(base);
+  const ins = plain(delta);
+  // Base and result in one buffer (a caller can arrange it): copies are copyWithin calls, which
+  // need no view per copy and cost about 2.5x less than set(subarray) for typical copy sizes.
+  const whole = src.buffer === out.buffer && src.byteOffset + src.length <= out.byteOffset ? new Uint8Array(out.buffer) : undefined;
+  const srcAt = src.byteOffset;
+  const outAt = out.byteOffset;
   let o = 0;
   let p = pos;
-  const end = delta.length;
+  const end = ins.length;
   while (p < end) {
-    const cmd = delta[p++]!;
+    const cmd = ins[p++]!;
     if (cmd & 0x80) {
       let off = 0;
       let size = 0;
-      if (cmd & 0x01) off = delta[p++]!;
-      if (cmd & 0x02) off |= delta[p++]! << 8;
-      if (cmd & 0x04) off |= delta[p++]! << 16;
-      if (cmd & 0x08) off += delta[p++]! * 0x1000000;
-      if (cmd & 0x10) size = delta[p++]!;
-      if (cmd & 0x20) size |= delta[p++]! << 8;
-      if (cmd & 0x40) size |= delta[p++]! << 16;
+      if (cmd & 0x01) off = ins[p++]!;
+      if (cmd & 0x02) off |= ins[p++]! << 8;
+      if (cmd & 0x04) off |= ins[p++]! << 16;
+      if (cmd & 0x08) off += ins[p++]! * 0x1000000;
+      if (cmd & 0x10) size = ins[p++]!;
+      if (cmd & 0x20) size |= ins[p++]! << 8;
+      if (cmd & 0x40) size |= ins[p++]! << 16;
       if (size === 0) size = 0x10000;
       if (p > end) throw new DeltaError('delta copy instruction truncated');
       if (off + size > base.length || o + size > dstSize) {
         throw new DeltaError(`delta copy out of range (offset ${off}, size ${size}, base ${base.length}, result ${dstSize})`);
       }
-      copyBytes(base, off, out, o, size);
+      if (whole !== undefined && size > 32) whole.copyWithin(outAt + o, srcAt + off, srcAt + off + size);
+      else copyBytes(src, off, out, o, size);
       o += size;
     } else if (cmd !== 0) {
       if (p + cmd > end || o + cmd > dstSize) throw new DeltaError('delta insert out of range');
-      copyBytes(delta, p, out, o, cmd);
+      copyBytes(ins, p, out, o, cmd);
       o += cmd;
       p += cmd;
     } else {
@@ -88,5 +99,10 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number
     }
   }
   if (o !== dstSize) throw new DeltaError(`delta result size ${o} does not match declared ${dstSize}`);
-  return out;
+  return result;
+}
+
+/** The same bytes as a plain Uint8Array (a Buffer is a subclass with a costlier `subarray`). */
+function plain(a: Uint8Array): Uint8Array {
+  return Object.getPrototypeOf(a) === Uint8Array.prototype ? a : new Uint8Array(a.buffer, a.byteOffset, a.length);
 }

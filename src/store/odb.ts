@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { applyDelta } from '../delta/apply.js';
+import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
+import { StackArena } from '../delta/arena.js';
 import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { listLoose, loosePath, readLooseFile } from './loose.js';
@@ -120,13 +121,25 @@ export class ObjectDatabase {
     return this.readAt(where);
   }
 
-  /** The object at a location `locate` gave. */
-  readAt(where: { pack: Pack; index: number } | { loose: string }): ObjectData {
+  /**
+   * The object at a location `locate` gave. With `transient`, the data may live in memory that
+   * the next read through this database reuses (for a caller that is done with it by then, such
+   * as a walk parsing each commit and tree): no allocation per object read.
+   */
+  readAt(where: { pack: Pack; index: number } | { loose: string }, transient = false): ObjectData {
     if ('loose' in where) return readLooseFile(where.loose);
-    return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!);
+    return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!, transient);
   }
 
   private scratch: Buffer | undefined;
+  private resultBuf: Buffer | undefined;
+
+  /** A buffer for a transient result of `size` bytes (at least `size + 1`), reused up to 16 MiB. */
+  private resultScratch(size: number): Buffer | undefined {
+    if (size + 1 > 16 << 20) return undefined;
+    if (this.resultBuf === undefined || this.resultBuf.length < size + 1) this.resultBuf = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
+    return this.resultBuf;
+  }
 
   /** A buffer for a delta of `size` bytes (at least `size + 1`), reused up to 16 MiB. */
   private deltaScratch(size: number): Buffer | undefined {
@@ -142,8 +155,21 @@ export class ObjectDatabase {
   /**
    * The object at `offset` of `pack` (git's `unpack_entry`): walk down the chain to a cached or
    * non-delta base with an explicit stack, then apply the deltas back up, caching each base.
+   * `transient` as for `readAt`: the object itself (never a cached base) goes to reused memory.
    */
-  readPacked(pack: Pack, offset: number): ObjectData {
+  readPacked(pack: Pack, offset: number, transient = false): ObjectData {
+    const mark = this.rawArena.top;
+    try {
+      return this.unpack(pack, offset, transient);
+    } finally {
+      this.rawArena.release(mark);
+    }
+  }
+
+  /** The deltas of the chain being resolved: a stack, freed when `readPacked` returns. */
+  private readonly rawArena = new StackArena(1 << 20);
+
+  private unpack(pack: Pack, offset: number, transient: boolean): ObjectData {
     // Deltas are decompressed on the way back up, once the base's type is known (a zstd pack
     // picks a delta's dictionary by the type at the bottom of its chain).
     const stack: { key: number; e: RawEntry; p: Pack }[] = [];
@@ -160,11 +186,14 @@ export class ObjectDatabase {
       // Read into the pack's scratch buffer; only a delta, kept on the stack, gets its own copy.
       const seen = p.entryAt(off, p.endOf(off), false);
       if (isBaseType(seen.hdr.type)) {
-        base = { type: seen.hdr.type, data: p.inflate(seen) };
-        if (stack.length > 0) this.cache.set(key, base);
+        const last = stack.length === 0;
+        base = { type: seen.hdr.type, data: p.inflate(seen, 0, last && transient ? this.resultScratch(seen.hdr.size) : undefined) };
+        if (!last) this.cache.set(key, base);
         break;
       }
-      const e: RawEntry = { ...seen, raw: Buffer.from(seen.raw) };
+      const raw = this.rawArena.alloc(seen.raw.length);
+      raw.set(seen.raw);
+      const e: RawEntry = { ...seen, raw };
       if (stack.length >= MAX_DELTA_DEPTH) {
         throw corrupt('bad-delta', pack.packPath, offset, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
       }
@@ -195,7 +224,13 @@ export class ObjectDatabase {
       const delta = d.p.inflate(d.e, base.type, this.deltaScratch(d.e.hdr.size));
       let data: Buffer;
       try {
-        data = applyDelta(base.data, delta);
+        // Only the last result can be transient; the size is the delta's own declaration. The
+        // base is copied in front of it, so that applyDelta copies within one buffer.
+        const scratch = stack.length === 0 && transient ? this.resultScratch(base.data.length + parseDeltaHeader(delta).dstSize) : undefined;
+        if (scratch !== undefined) {
+          scratch.set(base.data);
+          data = applyDelta(scratch.subarray(0, base.data.length), delta, Number.MAX_SAFE_INTEGER, scratch.subarray(base.data.length));
+        } else data = applyDelta(base.data, delta);
       } catch (e) {
         throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
       }
