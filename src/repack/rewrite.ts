@@ -28,9 +28,10 @@ const KEEP = -100;
 const LOOSE = 0xffff;
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
 const BATCH_MAX = 4096;
-// 1 MiB batches and one in flight per thread beyond the two being written: on git.git as fast as
-// 4 MiB and four per thread, and 50 MB lighter (docs/benchmarks.md).
-const BATCH_BYTES = 1 << 20;
+// 512 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
+// as 1 MiB (and as 4 MiB and four per thread), and lighter: a batch of commits and trees stored
+// grows 3-4 times in its output buffer (docs/benchmarks.md §6).
+const BATCH_BYTES = 512 << 10;
 
 export interface PartitionInput {
   kind: 'normal' | 'promisor';
@@ -638,7 +639,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       writeDurable(opts.tmp.rev, encodeRev(packOrder, checksum, algo));
       revPath = opts.tmp.rev;
     }
-    const readBack = readBackDone === undefined ? undefined : { done: readBackDone, offsetAt: (r: number) => outOffset[sorted[r]!]!, crcAt: (r: number) => outCrc[sorted[r]!]! };
+    const readBack = readBackDone === undefined ? undefined : readBackTables(readBackDone, outOffset, outCrc, sorted);
     return {
       stats,
       written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n, durable, readBack },
@@ -649,6 +650,16 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   } finally {
     await pool.close();
   }
+}
+
+/**
+ * What the proof holds the new index against: the offsets and CRC32s written, by index rank.
+ * Built out here because a closure made inside `rewritePartition` would keep its whole scope
+ * alive (V8 gives all closures of a function one context): on git.git that held the scans and
+ * the selection tables, ~30 MB, through the proof.
+ */
+function readBackTables(done: Promise<void>, outOffset: Float64Array, outCrc: Uint32Array, sorted: Uint32Array): NonNullable<WrittenPack['readBack']> {
+  return { done, offsetAt: (r) => outOffset[sorted[r]!]!, crcAt: (r) => outCrc[sorted[r]!]! };
 }
 
 /**
