@@ -114,7 +114,7 @@ for (let r = 0; r < runs; r++) {
         const t = timed(s.argv, s.cwd);
         if (!results.has(label)) results.set(label, []);
         results.get(label).push(t);
-        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MB\n`);
+        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MiB\n`);
       } finally {
         if (s.cleanup) fs.rmSync(s.cwd, { recursive: true, force: true });
       }
@@ -128,7 +128,7 @@ const median = (a) => {
 const git = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
 console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores; median of ${runs} interleaved runs\n`);
 for (const g of groups) {
-  console.log(`| ${g.name} | wall s (median) | min–max | ratio | peak RSS MB |`);
+  console.log(`| ${g.name} | wall s (median) | min–max | ratio | peak RSS MiB |`);
   console.log('|---|---|---|---|---|');
   const ref = median(results.get(g.cmds[0][0]).map((t) => t.secs));
   for (const [label] of g.cmds) {

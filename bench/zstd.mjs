@@ -3,7 +3,8 @@
 //   size, write time, and full-walk time (our reader: `git repack-ts walk`, i.e. rev-list
 //   --objects over every commit and tree; with --read-blobs every object) of
 //   - the zlib pack as it is (default levels) and with commits and trees at level 0,
-//   - zstd packs at levels 1, 3, 5, 10, 19, with and without per-kind dictionaries.
+//   - zstd packs at levels 1, 3, 5, 10, 19, with and without per-kind dictionaries, and with
+//     dictionaries and commits, trees or both stored plain (--<type>-compression=0).
 // Usage: node bench/zstd.mjs <repository> [runs] [levels, e.g. 1,3,5,10,19]
 // Walks are interleaved round robin across all packs; medians quoted. The repository is not
 // modified: the level-0 zlib pack is built in a hard-linked copy.
@@ -55,12 +56,21 @@ const rows = [
   { name: 'zlib, default levels (as packed)', file: packOf(gitDir), write: NaN },
   { name: 'zlib, commits+trees level 0', file: packOf(g0), write: g0time },
 ];
-for (const dict of [false, true]) {
+// Without and with dictionaries; with dictionaries also with commits, trees, or both stored plain
+// (level 0 for those types: a walk reads them without decompressing).
+const variants = [
+  { dict: false, plain: [], tag: '' },
+  { dict: true, plain: [], tag: 'd' },
+  { dict: true, plain: ['--graph-compression=0'], tag: 'dg', name: ', commits+trees plain' },
+  { dict: true, plain: ['--commit-compression=0'], tag: 'dc', name: ', commits plain' },
+  { dict: true, plain: ['--tree-compression=0'], tag: 'dt', name: ', trees plain' },
+];
+for (const v of variants) {
   for (const level of levels) {
-    const file = path.join(work, `z${level}${dict ? 'd' : ''}.zpack`);
-    const args = [process.execPath, BIN, '-q', `--zstd=${level}`, '-o', file, ...(dict ? [] : ['--no-dict'])];
+    const file = path.join(work, `z${level}${v.tag}.zpack`);
+    const args = [process.execPath, BIN, '-q', `--zstd=${level}`, '-o', file, ...(v.dict ? [] : ['--no-dict']), ...v.plain];
     const t = timed(args, gitDir);
-    rows.push({ name: `zstd ${level}${dict ? ' + dictionaries' : ''}`, file, write: t.secs });
+    rows.push({ name: `zstd ${level}${v.dict ? ' + dictionaries' : ''}${v.name ?? ''}`, file, write: t.secs });
     process.stderr.write(`wrote ${path.basename(file)} in ${t.secs.toFixed(1)} s\n`);
   }
 }

@@ -6,6 +6,11 @@ import { FIXTURES, fixturePath, type FixtureName } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { fsckStrict, gitOk, listPacks, objectSet } from './helpers/git.js';
 import { tool, toolOk } from './helpers/tool.js';
+import { SHA1 } from '../src/hash/algo.js';
+import { OBJ_BLOB, OBJ_COMMIT, OBJ_TREE } from '../src/format/object-type.js';
+import { Pack } from '../src/store/pack.js';
+import { scanPack } from '../src/store/pack-scan.js';
+import { resolveChains } from '../src/store/chain.js';
 
 function tmpDir(): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), 'rts-zstd-'));
@@ -87,6 +92,44 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       expect(a.dictionaries).toEqual([]);
       expect(b.dictionaries.length).toBeGreaterThan(0);
       expect(b.bytes).toBeLessThan(a.bytes);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('types at level 0 are stored plain (no frame, no dictionary), the rest framed; the round trip holds', () => {
+    const src = fixturePath('basic');
+    const dir = tmpDir();
+    try {
+      const file = path.join(dir, 'g.zpack');
+      const out = JSON.parse(toolOk(['--zstd=3', '--graph-compression=0', '-o', file, '--json', '--dict-trainer=js'], { cwd: src }));
+      expect(out.dictionaries.map((d: { kind: string }) => d.kind).filter((k: string) => k.startsWith('commit') || k.startsWith('tree'))).toEqual([]);
+      const z = Pack.open(file, SHA1);
+      try {
+        const scan = scanPack(z, { checkCrc: true, onProblem: (p) => expect.fail(p.message) });
+        const { realType } = resolveChains(scan, z.order);
+        const plain = new Map<number, number>();
+        const framed = new Map<number, number>();
+        for (let j = 0; j < z.count; j++) {
+          const dataLen = z.end(j) - z.idx.offsets[j]! - scan.headerLen[j]!;
+          const m = dataLen === scan.size[j] ? plain : framed;
+          m.set(realType[j]!, (m.get(realType[j]!) ?? 0) + 1);
+        }
+        expect(framed.get(OBJ_COMMIT) ?? 0).toBe(0);
+        expect(framed.get(OBJ_TREE) ?? 0).toBe(0);
+        expect(plain.get(OBJ_COMMIT)).toBeGreaterThan(0);
+        expect(plain.get(OBJ_TREE)).toBeGreaterThan(0);
+        expect(framed.get(OBJ_BLOB)).toBeGreaterThan(0); // blobs keep their zstd frames
+      } finally {
+        z.close();
+      }
+      const v = tool(['verify', file], { cwd: src });
+      expect(v.status).toBe(0);
+      const target = path.join(dir, 'target');
+      gitOk(['init', '-q', '--bare', target], { cwd: dir });
+      toolOk(['zstd-import', '-q', file], { cwd: target });
+      expect(objectSet(target)).toEqual(objectSet(src));
+      expect(fsckStrict(target).status).toBe(0);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

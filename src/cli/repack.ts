@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { repack, type RepackResult } from '../commands/repack.js';
 import { DEFAULT_ZSTD_LEVEL, exportZpack } from '../commands/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
-import { fallbackLevel, resolveLevels } from '../repack/levels.js';
+import { fallbackLevel, resolveLevels, type LevelFlags } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
@@ -25,7 +25,7 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
     --zstd[=<level>] -o <file>
                           write every object into a zstd pack <file> instead (outside the
                           repository; default level 10); --dict-size=<bytes> (default 112640)
-                          or --no-dict for its dictionaries
+                          or --no-dict for its dictionaries; types at level 0 are stored plain
     -q, --quiet           no progress
     --progress            force progress on stderr
 
@@ -60,7 +60,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   const fsck = fsckModeFrom(o, REPACK_USAGE);
   const keep = ((o['keep-pack'] ?? []) as unknown[]).map(String);
   const { io } = ctx;
-  if (o.zstd !== undefined) return runExport(o, ctx);
+  if (o.zstd !== undefined) return runExport(o, flags, ctx);
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
@@ -109,7 +109,7 @@ function summary(r: RepackResult): string {
   return lines.join('\n') + '\n';
 }
 
-async function runExport(o: { zstd?: string; output?: string; json?: boolean; quiet?: boolean; progress?: boolean; 'dict-size'?: string; dict?: boolean; 'dict-trainer'?: string }, ctx: CliContext): Promise<number> {
+async function runExport(o: { zstd?: string; output?: string; json?: boolean; quiet?: boolean; progress?: boolean; 'dict-size'?: string; dict?: boolean; 'dict-trainer'?: string }, flags: LevelFlags, ctx: CliContext): Promise<number> {
   const level = o.zstd === '' || o.zstd === undefined ? DEFAULT_ZSTD_LEVEL : Number(o.zstd);
   if (!Number.isInteger(level) || level < 1 || level > 22) throw new UsageError(`--zstd expects a level from 1 to 22, not '${o.zstd}'`, REPACK_USAGE);
   if (o.output === undefined || o.output === '') throw new UsageError('--zstd needs -o <file>', REPACK_USAGE);
@@ -124,7 +124,10 @@ async function runExport(o: { zstd?: string; output?: string; json?: boolean; qu
   const { io } = ctx;
   const repo = openRepository(ctx);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  const r = await exportZpack(repo, { out: resolve(ctx.cwd, o.output), level, dictSize, dictMethod: trainer, onProgress: progress });
+  // A type whose level (flags, then config) is 0 is stored plain; the zstd level covers the rest.
+  const levels = resolveLevels(flags, repo.config);
+  const plainTypes = new Set(([1, 2, 3, 4] as const).filter((t) => levels[t] === 0));
+  const r = await exportZpack(repo, { out: resolve(ctx.cwd, o.output), level, dictSize, dictMethod: trainer, plainTypes, onProgress: progress });
   if (o.json) {
     io.out(JSON.stringify(r, null, 2) + '\n');
     return 0;

@@ -3,7 +3,7 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
-import { DICT_KINDS, kindOf, trainDictionary } from '../codec/dict.js';
+import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
 import { encodePackHeader } from '../format/pack.js';
 import type { ZpackDict } from '../format/zpack.js';
@@ -34,6 +34,8 @@ export interface ExportOptions {
   /** 0: no dictionaries. */
   dictSize: number;
   dictMethod: 'auto' | 'js';
+  /** Object types stored plain, without a frame (those whose level is 0); no dictionary for them. */
+  plainTypes?: ReadonlySet<number> | undefined;
   onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
 }
 
@@ -61,7 +63,7 @@ function refsOf(repo: Repository): string {
  * their data as stored before compression (whole objects, or delta data for deltas), at most
  * SAMPLE_BYTES each. Headers are scanned first (cheap) so that each kind gets its own stride.
  */
-function sampleKinds(packs: Pack[]): Buffer[][] {
+function sampleKinds(packs: Pack[], skip: (kind: number) => boolean = () => false): Buffer[][] {
   const out: Buffer[][] = DICT_KINDS.map(() => []);
   const kinds = packs.map((p) => {
     const scan = scanPack(p, {
@@ -83,7 +85,7 @@ function sampleKinds(packs: Pack[]): Buffer[][] {
     const { kind, realType } = kinds[pi]!;
     for (let j = 0; j < p.count; j++) {
       const k = kind[j]!;
-      if (k < 0 || seen[k]!++ % stride[k]! !== 0 || out[k]!.length >= SAMPLES) continue;
+      if (k < 0 || skip(k) || seen[k]!++ % stride[k]! !== 0 || out[k]!.length >= SAMPLES) continue;
       const data = p.inflate(p.entry(j), realType[j]!);
       out[k]!.push(Buffer.from(data.subarray(0, SAMPLE_BYTES)));
     }
@@ -117,8 +119,10 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
     const dicts: ZpackDict[] = [];
     if (opts.dictSize > 0) {
       opts.onProgress?.('training dictionaries', 0, DICT_KINDS.length);
-      const samples = sampleKinds(packs);
+      const plainKind = (k: number): boolean => opts.plainTypes?.has(typeOfKind(k)) === true;
+      const samples = sampleKinds(packs, plainKind);
       samples.forEach((s, k) => {
+        if (plainKind(k)) return; // never compressed: no dictionary
         const d = trainDictionary(s, opts.dictSize, opts.dictMethod);
         if (d !== undefined) {
           dicts.push({ kind: k, data: d.dict });
@@ -139,7 +143,7 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
         dryRun: false,
         tmp: { pack: tmp, idx: tmp, rev: tmp },
         writeRev: false,
-        zpack: { level: opts.level, dicts, refs: refsOf(repo), promisor },
+        zpack: { level: opts.level, plainTypes: opts.plainTypes, dicts, refs: refsOf(repo), promisor },
         onProgress: opts.onProgress,
       },
     );

@@ -44,7 +44,8 @@ export interface BatchJob {
   /**
    * zstd packs: `srcDict[i]` is the source dictionary of an entry read from a zstd pack (-1: none,
    * -2: the source is a zlib pack); with `zstdOut`, every re-encoded entry is written as a zstd
-   * frame (or plain when that is no smaller) with dictionary `dstDict[i]` (-1: none).
+   * frame with dictionary `dstDict[i]` (-1: none), or plain when that is no smaller or its level
+   * is 0 (a type stored plain).
    */
   srcDict?: Int8Array | undefined;
   zstdOut?: boolean | undefined;
@@ -134,7 +135,8 @@ export function runBatch(job: BatchJob): BatchResult {
         const plain = plainOf(job, i, raw, data);
         if (zstdOut === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
         const dict = job.dstDict![i]!;
-        let frame = zstdOut.compress(plain, job.level[i]!, dict);
+        // Level 0: stored plain (no frame), as the reader tells plain data by its length.
+        let frame = job.level[i] === 0 ? plain : zstdOut.compress(plain, job.level[i]!, dict);
         // Plain when zstd does not make it smaller: the reader tells them apart by length.
         if (frame.length >= plain.length) frame = plain;
         else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain)) return fail(job, i, 'entry re-encoded does not decompress to the same bytes', 'verify-failed');

@@ -82,6 +82,11 @@ export interface WrittenPack {
 /** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
 export interface ZpackOutput {
   level: number;
+  /**
+   * Object types stored plain (their data as it is, no frame: the reader tells plain data by
+   * its length), e.g. commits and trees, which a walk then reads without decompressing.
+   */
+  plainTypes?: ReadonlySet<number> | undefined;
   dicts: ZpackDict[];
   refs: string;
   promisor: boolean;
@@ -411,7 +416,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     if (zout !== undefined) {
       mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
       const dict = outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
-      const frame = mainZstd.compress(obj.data, zout.level, dict);
+      const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : mainZstd.compress(obj.data, zout.level, dict);
       data = frame.length < obj.data.length ? frame : obj.data;
     } else data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
     return { type: obj.type, size: obj.data.length, data };
@@ -521,7 +526,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const { level, matches } = decide(s);
       const hasCrc = pack.idx.hasCrcs;
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
-      job.level[i] = zout !== undefined ? zout.level : level;
+      // In a zstd pack, level 0 stands for plain (a type in plainTypes).
+      job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
       if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(scan.type[j]!))] ?? NO_DICT;
       if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
