@@ -13,7 +13,6 @@ import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import { proveWritten } from '../repack/prove.js';
-import { collectGarbage } from '../store/memory.js';
 import { encodePackHeader } from '../format/pack.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
@@ -344,7 +343,6 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
       for (const p of opened.values()) p.dropCaches();
-      collectGarbage(); // the rewrite's tables, before the new index comes in
       const np = Pack.open(x.w.packPath, algo, x.w.idxPath, x.w.revPath);
       try {
         await x.w.readBack?.done;

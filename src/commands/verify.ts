@@ -11,7 +11,6 @@ import { Pack } from '../store/pack.js';
 import { inflateEntryStreaming } from '../store/stream-inflate.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type PackScan, type ScanProblem } from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
-import { collectGarbage } from '../store/memory.js';
 
 export interface VerifyPackResult {
   pack: string;
@@ -153,9 +152,6 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     return;
   }
   opts.onProgress?.('indexing objects', n, n);
-  // The scan's and the checksum's read buffers are garbage now; collected before the objects'
-  // memory grows, the peak is the larger of the two phases, not their sum.
-  collectGarbage();
   opts.signal?.throwIfAborted();
 
   // Objects: inflate, resolve and re-hash, base first.

@@ -3,7 +3,6 @@ import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { sortIds } from '../hash/sort.js';
 import { MAX_ENTRY_HEADER, parseEntryHeader } from '../format/pack.js';
-import { collectGarbage } from '../store/memory.js';
 import type { Pack } from '../store/pack.js';
 
 /**
@@ -28,7 +27,6 @@ export function proveWritten(
   onProgress?: (phase: string, done: number, total: number) => void,
   readBack?: { offsetAt(rank: number): number; crcAt(rank: number): number },
 ): void {
-  collectGarbage();
   const algo = np.algo;
   const len = algo.len;
   const idx = np.idx;
