@@ -168,7 +168,7 @@ describe('deltas', () => {
     expect(own.toString()).toBe('abcdxyz');
   });
 
-  it('with base and result in one buffer, copies run within it and give the same bytes', () => {
+  it('base and result may share one buffer (either order) and give the same bytes', () => {
     // base: 200 bytes; delta: copy 100 at 50 (long: copyWithin), insert 3, copy 10 at 0 (short)
     const big = Buffer.from(Array.from({ length: 200 }, (_, i) => (i * 7) & 0xff));
     const d = delta(0xc8, 0x01, 113, 0x91, 50, 100, 3, 1, 2, 3, 0x91, 0, 10);

@@ -224,13 +224,9 @@ export class ObjectDatabase {
       const delta = d.p.inflate(d.e, base.type, this.deltaScratch(d.e.hdr.size));
       let data: Buffer;
       try {
-        // Only the last result can be transient; the size is the delta's own declaration. The
-        // base is copied in front of it, so that applyDelta copies within one buffer.
-        const scratch = stack.length === 0 && transient ? this.resultScratch(base.data.length + parseDeltaHeader(delta).dstSize) : undefined;
-        if (scratch !== undefined) {
-          scratch.set(base.data);
-          data = applyDelta(scratch.subarray(0, base.data.length), delta, Number.MAX_SAFE_INTEGER, scratch.subarray(base.data.length));
-        } else data = applyDelta(base.data, delta);
+        // Only the last result can be transient; the size is the delta's own declaration.
+        const into = stack.length === 0 && transient ? this.resultScratch(parseDeltaHeader(delta).dstSize) : undefined;
+        data = applyDelta(base.data, delta, Number.MAX_SAFE_INTEGER, into);
       } catch (e) {
         throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
       }
