@@ -5,7 +5,7 @@
 //   - the zlib pack as it is (default levels) and with commits and trees at level 0,
 //   - zstd packs at levels 1, 3, 5, 10, 19, with and without per-kind dictionaries, and with
 //     dictionaries and commits, trees or both stored plain (--<type>-compression=0).
-// Usage: node bench/zstd.mjs <repository> [runs] [levels, e.g. 1,3,5,10,19]
+// Usage: node bench/zstd.mjs <repository> [runs] [levels, e.g. 1,3,5,10,19] [variants, e.g. plain,d,dg]
 // Walks are interleaved round robin across all packs; medians quoted. The repository is not
 // modified: the level-0 zlib pack is built in a hard-linked copy.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -15,7 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts.js');
-const [repoArg, runsArg, levelsArg] = process.argv.slice(2);
+const [repoArg, runsArg, levelsArg, variantsArg] = process.argv.slice(2);
 if (!repoArg) {
   console.error('usage: node bench/zstd.mjs <repository> [runs] [levels]');
   process.exit(129);
@@ -65,7 +65,9 @@ const variants = [
   { dict: true, plain: ['--commit-compression=0'], tag: 'dc', name: ', commits plain' },
   { dict: true, plain: ['--tree-compression=0'], tag: 'dt', name: ', trees plain' },
 ];
-for (const v of variants) {
+// Optional 4th argument: which variants, by tag (plain = no dictionaries, d, dg, dc, dt).
+const wanted = variantsArg === undefined ? undefined : new Set(variantsArg.split(',').map((t) => (t === 'plain' ? '' : t)));
+for (const v of variants.filter((x) => wanted === undefined || wanted.has(x.tag))) {
   for (const level of levels) {
     const file = path.join(work, `z${level}${v.tag}.zpack`);
     const args = [process.execPath, BIN, '-q', `--zstd=${level}`, '-o', file, ...(v.dict ? [] : ['--no-dict']), ...v.plain];
