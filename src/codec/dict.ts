@@ -13,10 +13,11 @@ export const DICT_KINDS = ['commit', 'tree', 'blob', 'tag', 'tree-delta', 'blob-
 export type DictKind = (typeof DICT_KINDS)[number];
 export const NO_DICT = -1;
 
-/** The object type a kind's entries resolve to (deltas: the type at the bottom of the chain). */
+/** The object type each kind's entries resolve to (deltas: the type at the bottom of the chain). */
+const KIND_TYPES = [OBJ_COMMIT, OBJ_TREE, OBJ_BLOB, OBJ_TAG, OBJ_TREE, OBJ_BLOB] as const;
+
 export function typeOfKind(kind: number): number {
-  const name = DICT_KINDS[kind];
-  return name === 'commit' ? OBJ_COMMIT : name === 'tree' || name === 'tree-delta' ? OBJ_TREE : name === 'blob' || name === 'blob-delta' ? OBJ_BLOB : OBJ_TAG;
+  return KIND_TYPES[kind]!;
 }
 
 /** Kind number (index in DICT_KINDS) for an entry of `realType`, a delta or not; -1 if none. */

@@ -12,8 +12,7 @@ import { fault, fsyncDir, renameInto, tmpPath, unlinkIfExists, writeFileDurable 
 import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
-import { proveWritten } from '../repack/prove.js';
-import { encodePackHeader } from '../format/pack.js';
+import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
 
@@ -343,16 +342,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
       for (const p of opened.values()) p.dropCaches();
-      const np = Pack.open(x.w.packPath, algo, x.w.idxPath, x.w.revPath);
-      try {
-        await x.w.readBack?.done;
-        proveWritten(np, { header: encodePackHeader(x.w.count), checksum: x.w.checksum }, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress, x.w.readBack);
-        // The writing thread fsyncs while the proof reads: the pack is on disk before anything
-        // is installed or removed.
-        await x.w.durable;
-      } finally {
-        np.close();
-      }
+      await proveWrittenPack(x.w, algo, x.sources.map((s) => opened.get(s.base)!), x.loose, excluded, onProgress);
       // The promisor marker carries over the contents of the old ones.
       if (x.kind === 'promisor') {
         const lines = new Set<string>();

@@ -177,8 +177,7 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   };
   const load = (j: number, realType: number, into: Buffer): Buffer | undefined => {
     try {
-      const data = pack.inflate(pack.entry(j), realType, into);
-      return data;
+      return pack.inflate(pack.entry(j), realType, into);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
       problem({ file: pack.packPath, offset: e.offset ?? idx.offsets[j]!, message: stripWhere(e) });

@@ -5,9 +5,8 @@ import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
-import { encodePackHeader } from '../format/pack.js';
 import type { ZpackDict } from '../format/zpack.js';
-import { proveWritten } from '../repack/prove.js';
+import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import type { Levels } from '../repack/levels.js';
 import { resolveChains } from '../store/chain.js';
@@ -221,14 +220,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
       },
     );
     if (written === undefined || written.count === 0) throw new GitError('usage', `${file} holds no objects`);
-    const np = Pack.open(written.packPath, algo, written.idxPath, written.revPath);
-    try {
-      await written.readBack?.done;
-      proveWritten(np, { header: encodePackHeader(written.count), checksum: written.checksum }, [z], [], () => false, opts.onProgress, written.readBack);
-      await written.durable;
-    } finally {
-      np.close();
-    }
+    await proveWrittenPack(written, algo, [z], [], () => false, opts.onProgress);
     const hex = toHex(written.checksum);
     const promisor = z.zpack!.promisor;
     if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o644);

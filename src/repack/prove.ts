@@ -2,8 +2,10 @@ import { crc32 } from 'node:zlib';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { sortIds } from '../hash/sort.js';
-import { MAX_ENTRY_HEADER, parseEntryHeader } from '../format/pack.js';
-import type { Pack } from '../store/pack.js';
+import { MAX_ENTRY_HEADER, encodePackHeader, parseEntryHeader } from '../format/pack.js';
+import type { HashAlgo } from '../hash/algo.js';
+import { Pack } from '../store/pack.js';
+import type { WrittenPack } from './rewrite.js';
 
 /**
  * The proof that a written pack may replace the old ones, before anything is removed:
@@ -67,6 +69,29 @@ export function proveWritten(
     if (missing !== undefined) throw new GitError('verify-failed', `loose object ${missing} is missing from the new pack`);
   }
   onProgress?.('validating', n, n);
+}
+
+/**
+ * `proveWritten` for a pack `rewritePartition` wrote: opens it with its temporary idx and rev,
+ * waits for the writing thread's read-back, proves it, then waits until it is on disk (the
+ * writing thread fsyncs while the proof reads) — before anything is installed or removed.
+ */
+export async function proveWrittenPack(
+  w: WrittenPack,
+  algo: HashAlgo,
+  oldPacks: Pack[],
+  looseIds: Buffer[],
+  retained: (id: Uint8Array, pos: number) => boolean,
+  onProgress?: (phase: string, done: number, total: number) => void,
+): Promise<void> {
+  const np = Pack.open(w.packPath, algo, w.idxPath, w.revPath);
+  try {
+    await w.readBack?.done;
+    proveWritten(np, { header: encodePackHeader(w.count), checksum: w.checksum }, oldPacks, looseIds, retained, onProgress, w.readBack);
+    await w.durable;
+  } finally {
+    np.close();
+  }
 }
 
 /** The first id of sorted `want` that is neither in sorted `have` nor `elsewhere`, as hex. */

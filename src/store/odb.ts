@@ -131,22 +131,9 @@ export class ObjectDatabase {
     return this.readPacked(where.pack, where.pack.idx.offsets[where.index]!, transient);
   }
 
-  private scratch: Buffer | undefined;
-  private resultBuf: Buffer | undefined;
-
-  /** A buffer for a transient result of `size` bytes (at least `size + 1`), reused up to 16 MiB. */
-  private resultScratch(size: number): Buffer | undefined {
-    if (size + 1 > 16 << 20) return undefined;
-    if (this.resultBuf === undefined || this.resultBuf.length < size + 1) this.resultBuf = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
-    return this.resultBuf;
-  }
-
-  /** A buffer for a delta of `size` bytes (at least `size + 1`), reused up to 16 MiB. */
-  private deltaScratch(size: number): Buffer | undefined {
-    if (size + 1 > 16 << 20) return undefined;
-    if (this.scratch === undefined || this.scratch.length < size + 1) this.scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
-    return this.scratch;
-  }
+  /** The delta being applied, and a transient result: each reused while under 16 MiB. */
+  private readonly deltaBuf = new ReusedBuffer();
+  private readonly resultBuf = new ReusedBuffer();
 
   private key(pack: Pack, offset: number): number {
     return this.packIds.get(pack)! * 2 ** 40 + offset;
@@ -187,7 +174,7 @@ export class ObjectDatabase {
       const seen = p.entryAt(off, p.endOf(off), false);
       if (isBaseType(seen.hdr.type)) {
         const last = stack.length === 0;
-        base = { type: seen.hdr.type, data: p.inflate(seen, 0, last && transient ? this.resultScratch(seen.hdr.size) : undefined) };
+        base = { type: seen.hdr.type, data: p.inflate(seen, 0, last && transient ? this.resultBuf.room(seen.hdr.size) : undefined) };
         if (!last) this.cache.set(key, base);
         break;
       }
@@ -221,11 +208,11 @@ export class ObjectDatabase {
     while (stack.length > 0) {
       const d = stack.pop()!;
       // The delta is used once, right away: it is inflated into a buffer kept for that.
-      const delta = d.p.inflate(d.e, base.type, this.deltaScratch(d.e.hdr.size));
+      const delta = d.p.inflate(d.e, base.type, this.deltaBuf.room(d.e.hdr.size));
       let data: Buffer;
       try {
         // Only the last result can be transient; the size is the delta's own declaration.
-        const into = stack.length === 0 && transient ? this.resultScratch(parseDeltaHeader(delta).dstSize) : undefined;
+        const into = stack.length === 0 && transient ? this.resultBuf.room(parseDeltaHeader(delta).dstSize) : undefined;
         data = applyDelta(base.data, delta, Number.MAX_SAFE_INTEGER, into);
       } catch (e) {
         throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
@@ -234,5 +221,17 @@ export class ObjectDatabase {
       if (stack.length > 0) this.cache.set(d.key, base);
     }
     return base;
+  }
+}
+
+/** One buffer handed out again and again, grown as needed; larger requests get none. */
+class ReusedBuffer {
+  private buf: Buffer | undefined;
+
+  /** At least `size + 1` bytes (an inflate's room to detect a longer stream), or undefined past 16 MiB. */
+  room(size: number): Buffer | undefined {
+    if (size + 1 > 16 << 20) return undefined;
+    if (this.buf === undefined || this.buf.length < size + 1) this.buf = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
+    return this.buf;
   }
 }

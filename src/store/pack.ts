@@ -402,30 +402,27 @@ export class Pack {
 
   /** Hashes the pack up to its trailer in chunks and compares with the trailer. */
   checksumOk(): { ok: boolean; actual: Buffer } {
-    const h = this.algo.create();
-    const chunk = Buffer.allocUnsafe(SEQUENTIAL_CHUNK);
-    for (let pos = 0; pos < this.dataEnd; ) {
-      const n = Math.min(chunk.length, this.dataEnd - pos);
-      this.read(pos, n, chunk.subarray(0, n));
-      h.update(chunk.subarray(0, n));
-      pos += n;
-    }
-    const actual = h.digest();
+    const actual = this.hashPrefix(this.dataEnd);
     return { ok: actual.equals(this.idx.packChecksum), actual };
   }
 
   /** A zstd pack's trailer: the hash of everything before it (a git pack's is checked by checksumOk). */
   trailerOk(): boolean {
+    const end = this.size - this.algo.len;
+    return this.hashPrefix(end).equals(this.read(end, this.algo.len));
+  }
+
+  /** The hash of the file's bytes [0, end), read in sequential chunks. */
+  private hashPrefix(end: number): Buffer {
     const h = this.algo.create();
     const chunk = Buffer.allocUnsafe(SEQUENTIAL_CHUNK);
-    const end = this.size - this.algo.len;
     for (let pos = 0; pos < end; ) {
       const n = Math.min(chunk.length, end - pos);
       this.read(pos, n, chunk.subarray(0, n));
       h.update(chunk.subarray(0, n));
       pos += n;
     }
-    return h.digest().equals(this.read(end, this.algo.len));
+    return h.digest();
   }
 
   findOffset(id: Uint8Array, pos = 0): number {
