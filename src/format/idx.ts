@@ -1,8 +1,11 @@
 import type { HashAlgo } from '../hash/algo.js';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 import { corrupt } from '../errors.js';
+import { releaseNow } from '../store/release.js';
 
-const IDX_MAGIC = 0xff744f63; // "\377tOc"
-const FANOUT_BYTES = 256 * 4;
+export const IDX_MAGIC = 0xff744f63; // "\377tOc"
+export const FANOUT_BYTES = 256 * 4;
 /** Offsets above this go to the 64-bit table (git's default `pack_idx_opts.off32_limit`). */
 export const DEFAULT_OFF32_LIMIT = 0x7fffffff;
 
@@ -14,6 +17,11 @@ export type Offsets = Float64Array | Uint32Array;
  * sorted as in the file. Lookup is fanout plus binary search (git's `bsearch_pack`).
  */
 export class PackIndex {
+  private idsHeld: Buffer | undefined;
+  private rawHeld: Buffer | undefined;
+  /** CRC32 of the ids while they are not held (checked when they are read again). */
+  private idsCrc = 0;
+
   constructor(
     readonly file: string,
     readonly version: 1 | 2,
@@ -21,18 +29,71 @@ export class PackIndex {
     readonly count: number,
     readonly fanout: Uint32Array,
     /** `count * algo.len` bytes, sorted. */
-    readonly ids: Buffer,
+    ids: Buffer,
     /** Entry offsets by idx position: 32-bit unless the idx has a 64-bit offset table. */
     readonly offsets: Offsets,
     /** The idx file itself (ids and CRC32s are read from it, not copied). */
-    readonly raw: Buffer,
+    raw: Buffer,
     /** Where the CRC32 table starts in `raw`; -1 for idx v1, which has none. */
-    readonly crcAt: number,
+    private crcAt: number,
     readonly packChecksum: Buffer,
     readonly idxChecksum: Buffer,
     /** How many offsets the 64-bit table holds (v2). */
     readonly largeOffsets: number,
-  ) {}
+  ) {
+    this.idsHeld = ids;
+    this.rawHeld = raw;
+    this.crcs = raw;
+  }
+
+  /** Where `crc` reads: the file, or a copy of its CRC32 table once the file is let go. */
+  private crcs: Buffer;
+
+  /** The sorted ids (read from the file again if `releaseIds` let them go). */
+  get ids(): Buffer {
+    return (this.idsHeld ??= this.readIdsAgain());
+  }
+
+  /** The idx file as read (verify checks it whole); gone after `releaseIds`. */
+  get raw(): Buffer {
+    if (this.rawHeld === undefined) throw new Error(`${this.file}: index file no longer held`);
+    return this.rawHeld;
+  }
+
+  /**
+   * Gives the memory of the ids (20 or 32 bytes per object) back while a long phase needs only
+   * the offsets and CRC32s (the rewrite's writing); `ids` reads them from the file again, and
+   * checks they are the same bytes. A v2 index read from its own file only; otherwise nothing.
+   */
+  releaseIds(): void {
+    if (this.version !== 2 || this.idsHeld === undefined || !this.file.endsWith('.idx')) return;
+    const raw = this.rawHeld;
+    if (raw !== undefined) {
+      this.idsCrc = crc32(this.idsHeld);
+      this.crcs = Buffer.from(raw.subarray(this.crcAt, this.crcAt + 4 * this.count));
+      this.crcAt = 0;
+      this.rawHeld = undefined;
+      releaseNow(raw);
+    }
+    this.idsHeld = undefined;
+  }
+
+  private readIdsAgain(): Buffer {
+    const len = this.algo.len;
+    const ids = Buffer.allocUnsafe(this.count * len);
+    const fd = openSync(this.file, 'r');
+    try {
+      for (let done = 0; done < ids.length; ) {
+        const n = readSync(fd, ids, done, ids.length - done, 8 + FANOUT_BYTES + done);
+        if (n === 0) throw corrupt('bad-idx', this.file, 8 + FANOUT_BYTES + done, 'index file shorter than when it was first read');
+        done += n;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    if (crc32(ids) !== this.idsCrc) throw corrupt('bad-idx', this.file, 8 + FANOUT_BYTES, 'object ids changed since the index was first read');
+    return ids;
+  }
 
   /** Position of `id` (the `len` bytes at `pos` of `buf`), or -1. */
   find(buf: Uint8Array, pos: number): number {
@@ -57,7 +118,7 @@ export class PackIndex {
 
   /** CRC32 of the entry at idx position `i` (idx v2 only). */
   crc(i: number): number {
-    return this.raw.readUInt32BE(this.crcAt + i * 4);
+    return this.crcs.readUInt32BE(this.crcAt + i * 4);
   }
 
   /** All CRC32s as an array (for re-encoding an idx). */
@@ -94,8 +155,9 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   const count = prev;
   const body = fanoutAt + FANOUT_BYTES;
   const trailer = buf.length - 2 * len;
-  const packChecksum = buf.subarray(trailer, trailer + len);
-  const idxChecksum = buf.subarray(trailer + len);
+  // Copies: the file's buffer may be let go (`releaseIds`).
+  const packChecksum = Buffer.from(buf.subarray(trailer, trailer + len));
+  const idxChecksum = Buffer.from(buf.subarray(trailer + len));
   // The size must fit the count before anything is allocated for it (a damaged fanout may
   // claim 2^32 objects).
   const minSize = v2 ? body + count * (len + 8) : body + count * (4 + len);

@@ -1,24 +1,24 @@
 import type { HashAlgo } from '../hash/algo.js';
 import { corrupt } from '../errors.js';
 
-const RIDX_SIGNATURE = 0x52494458; // "RIDX"
-const HEADER = 12;
+export const RIDX_SIGNATURE = 0x52494458; // "RIDX"
+export const REV_HEADER = 12;
 
 /**
  * A `.rev` file: for each position in pack order, the object's position in the `.idx`.
  * Validated like git's `load_revindex_from_disk`: signature, version 1, hash id, size.
  */
 export function parseRev(buf: Buffer, count: number, algo: HashAlgo, file: string): Uint32Array {
-  if (buf.length < HEADER || buf.readUInt32BE(0) !== RIDX_SIGNATURE) throw corrupt('bad-rev', file, 0, 'reverse-index file has bad signature');
+  if (buf.length < REV_HEADER || buf.readUInt32BE(0) !== RIDX_SIGNATURE) throw corrupt('bad-rev', file, 0, 'reverse-index file has bad signature');
   const version = buf.readUInt32BE(4);
   if (version !== 1) throw corrupt('bad-rev', file, 4, `reverse-index file has unsupported version ${version}`);
   const hashId = buf.readUInt32BE(8);
   if (hashId !== algo.revId) throw corrupt('bad-rev', file, 8, `reverse-index file has unsupported hash id ${hashId}`);
-  if (buf.length !== HEADER + count * 4 + 2 * algo.len) throw corrupt('bad-rev', file, 0, 'reverse-index file is truncated or has the wrong size');
+  if (buf.length !== REV_HEADER + count * 4 + 2 * algo.len) throw corrupt('bad-rev', file, 0, 'reverse-index file is truncated or has the wrong size');
   const order = new Uint32Array(count);
   for (let i = 0; i < count; i++) {
-    const v = buf.readUInt32BE(HEADER + i * 4);
-    if (v >= count) throw corrupt('bad-rev', file, HEADER + i * 4, 'reverse-index entry out of range');
+    const v = buf.readUInt32BE(REV_HEADER + i * 4);
+    if (v >= count) throw corrupt('bad-rev', file, REV_HEADER + i * 4, 'reverse-index entry out of range');
     order[i] = v;
   }
   return order;
@@ -32,15 +32,15 @@ export function revPackChecksum(buf: Buffer, algo: HashAlgo): Buffer {
 /** Writes a `.rev` as git's `write_rev_file` does. `order[i]` = idx position of the i-th entry in pack order. */
 export function encodeRev(order: Uint32Array, packChecksum: Uint8Array, algo: HashAlgo): Buffer {
   const n = order.length;
-  const out = Buffer.alloc(HEADER + n * 4 + 2 * algo.len);
+  const out = Buffer.alloc(REV_HEADER + n * 4 + 2 * algo.len);
   out.writeUInt32BE(RIDX_SIGNATURE, 0);
   out.writeUInt32BE(1, 4);
   out.writeUInt32BE(algo.revId, 8);
-  for (let i = 0; i < n; i++) out.writeUInt32BE(order[i]!, HEADER + i * 4);
-  out.set(packChecksum, HEADER + n * 4);
+  for (let i = 0; i < n; i++) out.writeUInt32BE(order[i]!, REV_HEADER + i * 4);
+  out.set(packChecksum, REV_HEADER + n * 4);
   const h = algo.create();
-  h.update(out.subarray(0, HEADER + n * 4 + algo.len));
-  h.digest().copy(out, HEADER + n * 4 + algo.len);
+  h.update(out.subarray(0, REV_HEADER + n * 4 + algo.len));
+  h.digest().copy(out, REV_HEADER + n * 4 + algo.len);
   return out;
 }
 

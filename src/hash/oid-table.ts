@@ -1,3 +1,4 @@
+import { releaseNow } from '../store/release.js';
 /**
  * Object lookup by id bytes: an open-addressing table with linear probing, keyed on the first
  * four bytes of the id (ids are uniformly distributed, so they are their own hash; git's
@@ -126,6 +127,7 @@ export class OidRefTable {
 
   /** Gives the slots' memory back; the table answers nothing afterwards. */
   release(): void {
+    releaseNow(this.slots);
     this.slots = new Int32Array(1).fill(-1);
     this.mask = 0;
   }

@@ -14,6 +14,7 @@ import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { autoLevel } from './auto.js';
+import { releaseNow } from '../store/release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
@@ -234,6 +235,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   }
 
   table.release(); // 8 bytes per object, needed only to find the bases
+  for (const scan of scans) releaseNow(scan.parent); // read only above (4 bytes per object)
+  // The writing needs the sources' offsets and CRC32s, not their ids (17 MB on git.git): they
+  // are read from the .idx again for the new index.
+  if (!opts.dryRun) for (const p of packs) p.idx.releaseIds();
 
   // 4. Output order: selection order, each base hoisted before its deltas; a cycle across copies
   //    or a chain past the depth cap is broken by writing that delta whole.
@@ -275,6 +280,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       outOrder[placed++] = s;
     }
   }
+  releaseNow(state, depth);
 
   // 5. Write (or, for a dry run, measure) every entry in output order.
   const stats: RewriteStats = {
@@ -589,8 +595,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       opts.signal?.throwIfAborted();
     }
     progress?.('writing objects', n, n);
+    await pool.close(); // its threads' memory goes before the ids come back
     stats.bytesOut = offset + len;
     // What only the writing needed goes before the index is built (about 20 bytes per object).
+    for (const scan of scans) releaseNow(scan.type, scan.size, scan.headerLen, scan.stored, scan.flevel);
+    releaseNow(base, wantWhole, outType);
     scans.length = 0;
     freeIn.length = 0;
     spareOut.length = 0;
@@ -643,8 +652,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const packOrder = new Uint32Array(n);
       for (let k = 0; k < n; k++) packOrder[k] = rankOf[outOrder[k]!]!;
       writeDurable(opts.tmp.rev, encodeRev(packOrder, checksum, algo));
+      releaseNow(rankOf, packOrder);
       revPath = opts.tmp.rev;
     }
+    releaseNow(srcPack, srcIdx);
     const readBack = readBackDone === undefined ? undefined : readBackTables(readBackDone, outOffset, outCrc, sorted);
     return {
       stats,
@@ -728,6 +739,7 @@ function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint16Array, s
     head[best]!++;
     advance(best);
   }
+  releaseNow(...selOf);
   return out;
 }
 

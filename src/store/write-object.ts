@@ -2,7 +2,7 @@ import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readSyn
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { DEFLATE_BLOCK, ParallelDeflate } from '../codec/parallel-deflate.js';
-import { encodeIdxV2 } from '../format/idx.js';
+import { IDX_MAGIC, encodeIdxV2 } from '../format/idx.js';
 import { OBJ_BLOB } from '../format/object-type.js';
 import { encodeEntryHeader, encodePackHeader } from '../format/pack.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
@@ -44,7 +44,6 @@ function sourceSize(s: ContentSource): number {
 // ---------------------------------------------------------------------------------------------
 // Existence: `has_object_file` and the freshening `write_object_file` does instead of rewriting.
 
-const IDX_MAGIC = 0xff744f63;
 
 /** Is `id` listed in this `.idx`? Reads the fanout and the ids of one fanout bucket only. */
 export function idxHasObject(idxPath: string, id: Uint8Array, len: number): boolean {

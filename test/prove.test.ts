@@ -1,0 +1,187 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { SHA1, SHA256, type HashAlgo } from '../src/hash/algo.js';
+import { emitIdxV2, parseIdx } from '../src/format/idx.js';
+import { encodeRev, packOrderFromOffsets } from '../src/format/rev.js';
+import { proveWrittenStreamed } from '../src/repack/prove.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { listPacks } from './helpers/git.js';
+
+/**
+ * The proof of a pack the writing thread read back holds the `.idx` and `.rev` on disk against
+ * what was written, a chunk at a time. Here the "written" pack is one git wrote; its offsets and
+ * CRC32s (from git's own index) stand in for what the writing thread read back.
+ */
+function setup(fixture: 'basic' | 'sha256', off32Limit?: number) {
+  const repo = useFixtureCopy(fixture);
+  const algo: HashAlgo = fixture === 'sha256' ? SHA256 : SHA1;
+  const packPath = listPacks(repo)[0]!;
+  const gitIdx = parseIdx(fs.readFileSync(packPath.replace(/\.pack$/, '.idx')), algo, 'git.idx');
+  const n = gitIdx.count;
+  const offsets = Array.from(gitIdx.offsets);
+  const crcs = Array.from({ length: n }, (_, r) => gitIdx.crc(r));
+  const dir = path.dirname(packPath);
+  const idxPath = path.join(dir, 'tmp_test.idx');
+  const revPath = path.join(dir, 'tmp_test.rev');
+  const parts: Buffer[] = [];
+  emitIdxV2({ count: n, ids: gitIdx.ids, offsets: gitIdx.offsets, crcs: Uint32Array.from(crcs) }, gitIdx.packChecksum, algo, (b) => parts.push(Buffer.from(b)), off32Limit);
+  fs.writeFileSync(idxPath, Buffer.concat(parts));
+  fs.writeFileSync(revPath, encodeRev(packOrderFromOffsets(gitIdx.offsets), gitIdx.packChecksum, algo));
+  const w = { packPath, idxPath, revPath, checksum: gitIdx.packChecksum, count: n };
+  const readBack = { offsetAt: (r: number) => offsets[r]!, crcAt: (r: number) => crcs[r]! };
+  const olds = [{ ids: Buffer.from(gitIdx.ids), what: 'the old pack' }];
+  const prove = (o = olds, retained: (id: Uint8Array, pos: number) => boolean = () => false) => proveWrittenStreamed(w, algo, readBack, o, retained);
+  /** Changes the file with `f`, runs the proof, puts the file back. */
+  const damaged = (file: string, f: (b: Buffer) => void): (() => void) => () => {
+    const orig = fs.readFileSync(file);
+    const b = Buffer.from(orig);
+    f(b);
+    fs.chmodSync(file, 0o644);
+    fs.writeFileSync(file, b);
+    try {
+      prove();
+    } finally {
+      fs.writeFileSync(file, orig);
+    }
+  };
+  return { algo, n, w, offsets, crcs, olds, prove, damaged, gitIdx };
+}
+
+describe('proveWrittenStreamed: the new .idx and .rev on disk, read a chunk at a time', () => {
+  it('passes git\'s own pack with an index byte for byte like git\'s (SHA-1 and SHA-256)', () => {
+    for (const fixture of ['basic', 'sha256'] as const) {
+      const s = setup(fixture);
+      expect(fs.readFileSync(s.w.idxPath).equals(fs.readFileSync(s.w.packPath.replace(/\.pack$/, '.idx')))).toBe(true);
+      expect(() => s.prove()).not.toThrow();
+    }
+  });
+
+  it('passes with every offset in the 64-bit table, and catches a wrong 64-bit offset', () => {
+    const s = setup('basic', 0);
+    expect(() => s.prove()).not.toThrow();
+    const size = fs.statSync(s.w.idxPath).size;
+    const len = s.algo.len;
+    // The last 64-bit entry is just before the trailer; its low word gets one more.
+    expect(s.damaged(s.w.idxPath, (b) => b.writeUInt32BE(b.readUInt32BE(size - 2 * len - 4) + 1, size - 2 * len - 4))).toThrow(/64-bit offset \d+ is not the one written/);
+  });
+
+  it('catches a CRC32, an offset, an id out of order, a bad fanout, a trailer or a truncation', () => {
+    const s = setup('basic');
+    const len = s.algo.len;
+    const n = s.n;
+    const idsAt = 8 + 1024;
+    const crcAt = idsAt + n * len;
+    const offAt = crcAt + n * 4;
+    expect(s.damaged(s.w.idxPath, (b) => (b[crcAt + 4 * 3]! ^= 1))).toThrow(new RegExp(`tmp_test.idx: a CRC32 that is not the one read back at offset ${crcAt + 12}`));
+    expect(s.damaged(s.w.idxPath, (b) => b.writeUInt32BE(b.readUInt32BE(offAt + 8) + 1, offAt + 8))).toThrow(/offset \d+, the entry was written at \d+ at offset/);
+    // Two neighbouring ids swapped: out of order (the merge would also miss nothing).
+    expect(
+      s.damaged(s.w.idxPath, (b) => {
+        const a = Buffer.from(b.subarray(idsAt, idsAt + len));
+        b.copy(b, idsAt, idsAt + len, idsAt + 2 * len);
+        a.copy(b, idsAt + len);
+      }),
+    ).toThrow(/object ids out of order|outside its fanout bucket/);
+    expect(s.damaged(s.w.idxPath, (b) => b.writeUInt32BE(0, 8 + 255 * 4))).toThrow(/non-monotonic fanout|fanout counts 0 objects/);
+    expect(s.damaged(s.w.idxPath, (b) => (b[b.length - 1]! ^= 1))).toThrow(/index checksum does not match its contents/);
+    expect(s.damaged(s.w.idxPath, (b) => (b[b.length - len - 1]! ^= 1))).toThrow(/pack checksum is not the new pack/);
+    expect(() => {
+      const orig = fs.readFileSync(s.w.idxPath);
+      fs.writeFileSync(s.w.idxPath, orig.subarray(0, orig.length - 7));
+      try {
+        s.prove();
+      } finally {
+        fs.writeFileSync(s.w.idxPath, orig);
+      }
+    }).toThrow(/does not fit|ends at offset/);
+    expect(() => s.prove()).not.toThrow(); // every file put back
+  });
+
+  it('catches offsets the writing thread did not read back, and a first entry not at 12', () => {
+    const s = setup('basic');
+    const moved = { offsetAt: (r: number) => s.offsets[r]! + (r === 5 ? 1 : 0), crcAt: (r: number) => s.crcs[r]! };
+    expect(() => proveWrittenStreamed(s.w, s.algo, moved, s.olds, () => false)).toThrow(/offset \d+, the entry was written at \d+/);
+    const first = s.offsets.indexOf(12);
+    // Every offset shifted by the same amount, index and read-back agreeing: still not a pack.
+    const parts: Buffer[] = [];
+    const shifted = Float64Array.from(s.offsets, (o) => o + 1);
+    emitIdxV2({ count: s.n, ids: s.gitIdx.ids, offsets: shifted, crcs: Uint32Array.from(s.crcs) }, s.w.checksum, s.algo, (b) => parts.push(Buffer.from(b)));
+    fs.writeFileSync(s.w.idxPath, Buffer.concat(parts));
+    const allMoved = { offsetAt: (r: number) => shifted[r]!, crcAt: (r: number) => s.crcs[r]! };
+    expect(first).toBeGreaterThanOrEqual(0);
+    expect(() => proveWrittenStreamed({ ...s.w, revPath: undefined }, s.algo, allMoved, s.olds, () => false)).toThrow(/first entry at offset 13, not 12/);
+  });
+
+  it('catches a pack header or trailer that is not the one written', () => {
+    const s = setup('basic');
+    expect(s.damaged(s.w.packPath, (b) => b.writeUInt32BE(b.readUInt32BE(8) + 1, 8))).toThrow(/header does not read back as written/);
+    expect(s.damaged(s.w.packPath, (b) => (b[b.length - 1]! ^= 1))).toThrow(/trailer does not read back as written at offset/);
+  });
+
+  it('catches a .rev out of pack order, or with a bad checksum', () => {
+    const s = setup('basic');
+    expect(
+      s.damaged(s.w.revPath, (b) => {
+        const a = b.readUInt32BE(12);
+        b.writeUInt32BE(b.readUInt32BE(16), 12);
+        b.writeUInt32BE(a, 16);
+      }),
+    ).toThrow(/tmp_test.rev: entries not in pack order at offset 16/);
+    expect(s.damaged(s.w.revPath, (b) => b.writeUInt32BE(s.n, 12))).toThrow(/entries not in pack order at offset 12/);
+    expect(s.damaged(s.w.revPath, (b) => (b[b.length - 1]! ^= 1))).toThrow(/tmp_test.rev: checksum does not match its contents/);
+  });
+
+  it('an old id missing from the new index fails unless it is retained elsewhere', () => {
+    const s = setup('basic');
+    const len = s.algo.len;
+    // An old list with one more id than the new index: one between two real ids, one past the end.
+    const ids = s.olds[0]!.ids;
+    let tried = 0;
+    for (const at of [3, s.n]) {
+      // The id just above the one before `at` (strictly between it and the next, if they differ by more).
+      const bump = Buffer.from(ids.subarray((at - 1) * len, at * len));
+      for (let k = len - 1; k >= 0; k--) {
+        if (bump[k]! < 255) {
+          bump[k]!++;
+          break;
+        }
+        bump[k] = 0;
+      }
+      if (at < s.n && Buffer.compare(bump, ids.subarray(at * len, (at + 1) * len)) >= 0) continue;
+      const old = Buffer.concat([ids.subarray(0, at * len), bump, ids.subarray(at * len)]);
+      const olds = [{ ids: old, what: 'pack-old.pack' }];
+      expect(() => s.prove(olds)).toThrow(new RegExp(`object ${bump.toString('hex')} of pack-old.pack is missing from the new pack`));
+      expect(() => s.prove(olds, (id, pos) => Buffer.compare(Buffer.from(id.subarray(pos, pos + len)), bump) === 0)).not.toThrow();
+      tried++;
+    }
+    expect(tried).toBeGreaterThanOrEqual(1);
+    // Two old lists (two packs, or a pack and the loose objects), each a part of the new index.
+    const half = Math.floor(s.n / 2);
+    const evens = Buffer.concat(Array.from({ length: s.n }, (_, i) => i).filter((i) => i % 2 === 0).map((i) => ids.subarray(i * len, (i + 1) * len)));
+    const rest = Buffer.concat([ids.subarray(0, half * len)]);
+    expect(() => s.prove([{ ids: evens, what: 'a' }, { ids: rest, what: 'b' }])).not.toThrow();
+  });
+});
+
+describe('PackIndex.releaseIds: the ids let go while writing, read again when needed', () => {
+  it('keeps CRC32s and offsets, reads the same ids back, and refuses ids that changed', () => {
+    const repo = useFixtureCopy('basic');
+    const idxPath = listPacks(repo)[0]!.replace(/\.pack$/, '.idx');
+    const idx = parseIdx(fs.readFileSync(idxPath), SHA1, idxPath);
+    const ids = Buffer.from(idx.ids);
+    const crcs = Array.from({ length: idx.count }, (_, i) => idx.crc(i));
+    idx.releaseIds();
+    expect(() => idx.raw).toThrow(/index file no longer held/);
+    expect(Array.from({ length: idx.count }, (_, i) => idx.crc(i))).toEqual(crcs);
+    expect(idx.ids.equals(ids)).toBe(true);
+    expect(idx.find(ids, 5 * 20)).toBe(5);
+    // Released again, and the file's ids changed meanwhile: an error, not other ids.
+    idx.releaseIds();
+    const b = fs.readFileSync(idxPath);
+    b[8 + 1024 + 3 * 20]! ^= 1;
+    fs.chmodSync(idxPath, 0o644);
+    fs.writeFileSync(idxPath, b);
+    expect(() => idx.ids).toThrow(new RegExp(`${idxPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*object ids changed since the index was first read`));
+  });
+});
