@@ -6,7 +6,9 @@ import { emitIdxV2, parseIdx } from '../src/format/idx.js';
 import { encodeRev, packOrderFromOffsets } from '../src/format/rev.js';
 import { proveWrittenStreamed } from '../src/repack/prove.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { listPacks } from './helpers/git.js';
+import { listPacks, verifyPack } from './helpers/git.js';
+import { Pack } from '../src/store/pack.js';
+import { releaseNow } from '../src/store/release.js';
 
 /**
  * The proof of a pack the writing thread read back holds the `.idx` and `.rev` on disk against
@@ -183,5 +185,42 @@ describe('PackIndex.releaseIds: the ids let go while writing, read again when ne
     fs.chmodSync(idxPath, 0o644);
     fs.writeFileSync(idxPath, b);
     expect(() => idx.ids).toThrow(new RegExp(`${idxPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*object ids changed since the index was first read`));
+  });
+});
+
+describe('Pack.entryLengths: what the rewrite keeps instead of the pack order', () => {
+  it('gives each entry its size in the pack as git verify-pack counts it, and rebuilds the order once released', () => {
+    for (const fixture of ['basic', 'sha256'] as const) {
+      const repo = useFixtureCopy(fixture);
+      const packPath = listPacks(repo)[0]!;
+      const pack = Pack.open(packPath, fixture === 'sha256' ? SHA256 : SHA1);
+      try {
+        const lens = pack.entryLengths();
+        pack.releaseOrder();
+        const byOffset = new Map(verifyPack(repo, packPath).entries.map((e) => [e.offset, e.sizeInPack]));
+        expect(byOffset.size).toBe(pack.count);
+        for (let j = 0; j < pack.count; j++) expect(lens[j]).toBe(byOffset.get(pack.idx.offsets[j]!));
+        // Rebuilt when asked for again.
+        expect(pack.order.length).toBe(pack.count);
+      } finally {
+        pack.close();
+      }
+    }
+  });
+});
+
+describe('releaseNow', () => {
+  it('frees a large owned buffer at once (the array reads as empty), and leaves pooled, shared or small ones alone', () => {
+    const big = new Uint32Array(1 << 18);
+    big.fill(7);
+    const small = new Uint32Array(100);
+    const pooled = Buffer.from('pooled'); // a slice of Node's Buffer pool
+    const shared = new Uint32Array(new SharedArrayBuffer(1 << 20));
+    releaseNow(big, small, pooled, shared, undefined);
+    expect(big.length).toBe(0);
+    expect(big.buffer.byteLength).toBe(0);
+    expect(small.length).toBe(100);
+    expect(pooled.toString()).toBe('pooled');
+    expect(shared.length).toBe(1 << 18);
   });
 });

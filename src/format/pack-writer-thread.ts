@@ -16,7 +16,7 @@ const d = workerData as WriterThreadData;
 const K = d.buffers;
 const ctl = new Int32Array(d.control);
 const views = Array.from({ length: K }, (_, k) => Buffer.from(d.ring, k * d.bufferSize, d.bufferSize));
-const offs = new Float64Array(d.offsets);
+const offs = d.offsets32 ? new Uint32Array(d.offsets) : new Float64Array(d.offsets);
 const order = new Uint32Array(d.order);
 const crcs = new Uint32Array(d.crcs);
 const hash = createHash(d.hash);

@@ -152,6 +152,8 @@ export interface WriterThreadData {
   ring: SharedArrayBuffer;
   /** The rewrite's shared tables: each slot's file offset, the slots in write order, CRC32s. */
   offsets: SharedArrayBuffer;
+  /** The offsets are 32-bit (a pack known to stay under 4 GiB), else 64-bit floats. */
+  offsets32: boolean;
   order: SharedArrayBuffer;
   crcs: SharedArrayBuffer;
   /** Where the thread reports an error before raising the error flag. */
@@ -178,9 +180,10 @@ function systemError(m: ThreadError | undefined, path: string): Error {
  * in `offsets[slot]` before `writeEntry`, and `order` must list the slots in the order written.
  */
 export class ThreadedPackWriter implements PackSink {
-  // Four buffers of 1 MiB. Eight were needed while the main thread also read the sources (with
-  // four it waited ~0.4 s on git.git); since the worker reads them, four are as fast there
-  // (4.20-4.34 s against 4.16-4.32 s, 3 interleaved runs) and 4 MiB lighter.
+  // Four buffers of 512 KiB. Eight of 1 MiB were needed while the main thread also read the
+  // sources (with four it waited ~0.4 s on git.git); since the worker reads them, four of 1 MiB
+  // were as fast (4.20-4.34 s against 4.16-4.32 s, 3 interleaved runs), and four of 512 KiB are
+  // too (docs/benchmarks.md §2), each step a few MiB lighter.
   private static readonly K = 4;
   offset = 0;
   private readonly ctl: Int32Array;
@@ -200,8 +203,8 @@ export class ThreadedPackWriter implements PackSink {
     readonly path: string,
     algo: HashAlgo,
     count: number,
-    tables: { offsets: Float64Array; order: Uint32Array; crcs: Uint32Array },
-    private readonly bufferSize = 1 << 20,
+    tables: { offsets: Float64Array | Uint32Array; order: Uint32Array; crcs: Uint32Array },
+    private readonly bufferSize = 512 << 10,
   ) {
     const K = ThreadedPackWriter.K;
     for (const t of [tables.offsets, tables.order, tables.crcs]) {
@@ -225,6 +228,7 @@ export class ThreadedPackWriter implements PackSink {
       control,
       ring,
       offsets: tables.offsets.buffer as SharedArrayBuffer,
+      offsets32: tables.offsets instanceof Uint32Array,
       order: tables.order.buffer as SharedArrayBuffer,
       crcs: tables.crcs.buffer as SharedArrayBuffer,
       errors: channel.port2,

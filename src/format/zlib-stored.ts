@@ -9,6 +9,11 @@ export function storedZlibLength(n: number): number {
   return 2 + blocks * 5 + n + 4;
 }
 
+/** zlib's `compressBound`: the most a zlib stream of `n` bytes can take at any level. */
+export function deflateBound(n: number): number {
+  return n + Math.floor(n / 4096) + Math.floor(n / 16384) + Math.floor(n / 33554432) + 13;
+}
+
 export function adler32(data: Uint8Array): number {
   let a = 1;
   let b = 0;

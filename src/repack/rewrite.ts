@@ -2,13 +2,13 @@ import { GitError, corrupt } from '../errors.js';
 import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
 import { OidRefTable } from '../hash/oid-table.js';
 import { sortIds } from '../hash/sort.js';
-import { emitIdxV2, encodeIdxV2, firstUnsortedId, idOffsetInFile, type IdxSource } from '../format/idx.js';
+import { emitIdxV2, encodeIdxV2, firstUnsortedId, idOffsetInFile, type IdxSource, type Offsets } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
 import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { writeChunksDurable, writeFileDurable } from '../store/files.js';
 import { PackFileWriter, ThreadedPackWriter, type PackSink } from '../format/pack-writer.js';
-import { storedZlibLength } from '../format/zlib-stored.js';
+import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
@@ -33,6 +33,12 @@ const BATCH_MAX = 4096;
 // as 1 MiB (and as 4 MiB and four per thread), and lighter: a batch of commits and trees stored
 // grows 3-4 times in its output buffer (docs/benchmarks.md §6).
 const BATCH_BYTES = 512 << 10;
+/**
+ * Input and output buffers kept for the next batches (each way): two, as a batch is built while
+ * the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
+ * every one handed back).
+ */
+const SPARE_BUFFERS = 2;
 
 export interface PartitionInput {
   kind: 'normal' | 'promisor';
@@ -211,6 +217,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   }
   const n = table.size;
   progress?.('counting objects', n, n);
+  // Each source entry's length: from here on nothing needs the sources' pack order (8 bytes per
+  // object for the order and its inverse, against 4 for this).
+  const entryLen = packs.map((p) => p.entryLengths());
+  if (!opts.dryRun) for (const p of packs) p.releaseOrder();
+  const entryEnd = (pi: number, j: number): number => packs[pi]!.idx.offsets[j]! + entryLen[pi]![j]!;
 
   // 3. Bases: a delta keeps its base if the base object is in the output (any copy of it).
   const base = new Int32Array(n).fill(-1);
@@ -282,6 +293,19 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   }
   releaseNow(state, depth);
 
+  /** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
+  const outputBound = (): number => {
+    let bound = 12 + len;
+    for (let s = 0; s < n; s++) {
+      if (wantWhole[s] === 1) return Infinity;
+      const pi = srcPack[s]!;
+      const j = srcIdx[s]!;
+      const size = scans[pi]!.size[j]!;
+      bound += MAX_ENTRY_HEADER + Math.max(entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
+    }
+    return bound;
+  };
+
   // 5. Write (or, for a dry run, measure) every entry in output order.
   const stats: RewriteStats = {
     objects: n,
@@ -296,10 +320,14 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     sizeExact: true,
   };
   for (const p of packs) stats.bytesIn += p.size;
-  const outOffset = new Float64Array(new SharedArrayBuffer(8 * n));
+  // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each entry
+  // becomes: the bound counts every pack entry at its largest encoding; loose objects and
+  // deltas written whole (sizes not known yet) and zstd output always get 64-bit ones.
+  const zout = opts.zpack;
+  const small = zout === undefined && input.loose.length === 0 && outputBound() < 0x100000000;
+  const outOffset: Offsets = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
   const outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
   const outType = new Uint8Array(n);
-  const zout = opts.zpack;
   if (zout !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
   const header = zout === undefined ? undefined : encodeZpackHeader({ count: n, algo, promisor: zout.promisor, level: zout.level, dicts: zout.dicts, refs: zout.refs });
   if (packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
@@ -322,7 +350,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const type = b >= 0 ? outType[b]! : scan.type[j]!;
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : pack.end(j) - off - scan.headerLen[j]!);
+    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : entryLen[srcPack[s]!]![j]! - scan.headerLen[j]!);
     const keep = level === KEEP;
     if (keep) level = opts.autoFallback ?? -1;
     // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
@@ -355,7 +383,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const b = base[s]!;
       const { type, matches } = classify(s);
       if (!matches) return false;
-      const end = pack.end(j);
+      const end = entryEnd(0, j);
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
       if (hl !== scan.headerLen[j]) return false;
@@ -441,7 +469,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const scan = scans[srcPack[s]!]!;
       const j = srcIdx[s]!;
       const pack = packs[srcPack[s]!]!;
-      let dataLen = pack.end(j) - pack.idx.offsets[j]! - scan.headerLen[j]!;
+      let dataLen = entryLen[srcPack[s]!]![j]! - scan.headerLen[j]!;
       if (!matches) {
         if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
         else stats.sizeExact = false;
@@ -476,8 +504,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const s = outOrder[to]!;
       if (!isDirect(s)) {
         const j = srcIdx[s]!;
-        const p = packs[srcPack[s]!]!;
-        const l = p.end(j) - p.idx.offsets[j]!;
+        const l = entryLen[srcPack[s]!]![j]!;
         if (bytes > 0 && bytes + l > BATCH_BYTES) break;
         bytes += l;
       }
@@ -528,7 +555,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const scan = scans[pi]!;
       const j = srcIdx[s]!;
       const off = pack.idx.offsets[j]!;
-      const end = pack.end(j);
+      const end = entryEnd(pi, j);
       const { level, matches } = decide(s);
       const hasCrc = pack.idx.hasCrcs;
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
@@ -589,8 +616,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
             : src.subarray(b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
         emit(s, outType[s]!, size, base[s]!, data);
       }
-      if (r.buf.byteLength <= 2 * BATCH_BYTES) freeIn.push(r.buf);
-      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES) spareOut.push(r.out);
+      if (r.buf.byteLength <= 2 * BATCH_BYTES && freeIn.length < SPARE_BUFFERS) freeIn.push(r.buf);
+      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && spareOut.length < SPARE_BUFFERS) spareOut.push(r.out);
       progress?.('writing objects', b.to, n);
       opts.signal?.throwIfAborted();
     }
@@ -675,7 +702,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
  * alive (V8 gives all closures of a function one context): on git.git that held the scans and
  * the selection tables, ~30 MB, through the proof.
  */
-function readBackTables(done: Promise<void>, outOffset: Float64Array, outCrc: Uint32Array, sorted: Uint32Array): NonNullable<WrittenPack['readBack']> {
+function readBackTables(done: Promise<void>, outOffset: Offsets, outCrc: Uint32Array, sorted: Uint32Array): NonNullable<WrittenPack['readBack']> {
   return { done, offsetAt: (r) => outOffset[sorted[r]!]!, crcAt: (r) => outCrc[sorted[r]!]! };
 }
 

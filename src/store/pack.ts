@@ -4,6 +4,7 @@ import { threadInflater } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
+import { releaseNow } from './release.js';
 import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, type EntryHeader } from '../format/pack.js';
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta } from '../format/object-type.js';
@@ -232,6 +233,28 @@ export class Pack {
   end(j: number): number {
     const r = this.rank[j]! + 1;
     return r < this.count ? this.idx.offsets[this.order[r]!]! : this.dataEnd;
+  }
+
+  /**
+   * Each entry's length in the pack (header and data) by idx position, for a job that needs it
+   * without the pack order; 32-bit unless the pack is 4 GiB or more.
+   */
+  entryLengths(): Uint32Array | Float64Array {
+    const order = this.order;
+    const offs = this.idx.offsets;
+    const out = this.dataEnd < 0x100000000 ? new Uint32Array(this.count) : new Float64Array(this.count);
+    for (let r = 0; r < order.length; r++) {
+      const j = order[r]!;
+      out[j] = (r + 1 < order.length ? offs[order[r + 1]!]! : this.dataEnd) - offs[j]!;
+    }
+    return out;
+  }
+
+  /** Frees the order and rank tables now (they are rebuilt if needed again). */
+  releaseOrder(): void {
+    releaseNow(this.orderCache, this.rankCache);
+    this.orderCache = undefined;
+    this.rankCache = undefined;
   }
 
   /** Drops the derived tables (order, rank, window); they are rebuilt if needed again. */
