@@ -1,4 +1,5 @@
 import zlib from 'node:zlib';
+import { corrupt } from '../errors.js';
 
 /**
  * One zlib inflate engine, reset and reused for every stream, instead of `zlib.inflateSync`,
@@ -78,4 +79,23 @@ let shared: Inflater | undefined;
 /** The inflater of this thread (JavaScript runs one call at a time per thread). */
 export function threadInflater(): Inflater {
   return (shared ??= new Inflater());
+}
+
+/**
+ * Inflates a complete zlib stream of known output size; any deviation is a corrupt-entry error.
+ * The result is exactly `size` bytes of its own memory (never a slice of a shared pool, which a
+ * cached small object would keep alive), or of `into` when given (at least `size + 1` bytes).
+ */
+export function inflateExact(data: Uint8Array, size: number, file: string, offset: number, into?: Buffer): Buffer {
+  const out = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafeSlow(size + 1);
+  const r = threadInflater().inflate(data, out);
+  if (r.error !== undefined) throw corrupt('bad-object', file, offset, `corrupt object data (zlib: ${r.error})`);
+  if (r.produced > size) throw corrupt('bad-object', file, offset, `corrupt object data (inflates to more than the declared ${size} bytes)`);
+  if (r.produced !== size) {
+    throw corrupt('bad-object', file, offset, `inflated size ${r.produced} does not match declared size ${size}`);
+  }
+  if (r.consumed !== data.length) {
+    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.consumed} of ${data.length} bytes`);
+  }
+  return out.subarray(0, size);
 }

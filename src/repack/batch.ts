@@ -1,6 +1,6 @@
 import { readSync } from 'node:fs';
 import { crc32, inflateSync } from 'node:zlib';
-import { inflateExact } from '../store/pack.js';
+import { inflateExact } from '../codec/inflate.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
 import { GitError } from '../errors.js';

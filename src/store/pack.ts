@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { basename } from 'node:path';
-import { threadInflater } from '../codec/inflate.js';
+import { inflateExact } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
@@ -460,23 +460,4 @@ function openForReading(path: string): number {
   } catch (e) {
     throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
   }
-}
-
-/**
- * Inflates a complete zlib stream of known output size; any deviation is a corrupt-entry error.
- * The result is exactly `size` bytes of its own memory (never a slice of a shared pool, which a
- * cached small object would keep alive), or of `into` when given (at least `size + 1` bytes).
- */
-export function inflateExact(data: Uint8Array, size: number, file: string, offset: number, into?: Buffer): Buffer {
-  const out = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafeSlow(size + 1);
-  const r = threadInflater().inflate(data, out);
-  if (r.error !== undefined) throw corrupt('bad-object', file, offset, `corrupt object data (zlib: ${r.error})`);
-  if (r.produced > size) throw corrupt('bad-object', file, offset, `corrupt object data (inflates to more than the declared ${size} bytes)`);
-  if (r.produced !== size) {
-    throw corrupt('bad-object', file, offset, `inflated size ${r.produced} does not match declared size ${size}`);
-  }
-  if (r.consumed !== data.length) {
-    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.consumed} of ${data.length} bytes`);
-  }
-  return out.subarray(0, size);
 }
