@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { copyRepo } from './copy-repo.mjs';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts.js');
 const [suite, repoArg, runsArg] = process.argv.slice(2);
@@ -34,22 +35,6 @@ function timed(argv, cwd) {
   return { secs, mb: kb / 1024 };
 }
 
-function copyRepo(from) {
-  const to = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-'));
-  // Hard links for the read-only pack files (neither tool modifies an input pack), copies otherwise.
-  execFileSync('cp', ['-al', `${from}/.`, to]);
-  for (const d of ['refs', 'logs']) if (fs.existsSync(path.join(to, d))) {
-    fs.rmSync(path.join(to, d), { recursive: true });
-    execFileSync('cp', ['-a', path.join(from, d), path.join(to, d)]);
-  }
-  for (const f of ['HEAD', 'config', 'packed-refs', 'index']) {
-    if (fs.existsSync(path.join(to, f))) {
-      fs.rmSync(path.join(to, f));
-      fs.copyFileSync(path.join(from, f), path.join(to, f));
-    }
-  }
-  return to;
-}
 
 const packs = fs.readdirSync(path.join(gitDir, 'objects/pack')).filter((f) => f.endsWith('.pack'));
 // A partial clone copied without its config (as public snapshots are): git repack must be told
