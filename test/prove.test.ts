@@ -178,6 +178,9 @@ describe('PackIndex.releaseIds: the ids let go while writing, read again when ne
     expect(Array.from({ length: idx.count }, (_, i) => idx.crc(i))).toEqual(crcs);
     expect(idx.ids.equals(ids)).toBe(true);
     expect(idx.find(ids, 5 * 20)).toBe(5);
+    // The CRC32 table too: read again, the same values.
+    idx.releaseCrcs();
+    expect(Array.from({ length: idx.count }, (_, i) => idx.crc(i))).toEqual(crcs);
     // Released again, and the file's ids changed meanwhile: an error, not other ids.
     idx.releaseIds();
     const b = fs.readFileSync(idxPath);
@@ -185,6 +188,13 @@ describe('PackIndex.releaseIds: the ids let go while writing, read again when ne
     fs.chmodSync(idxPath, 0o644);
     fs.writeFileSync(idxPath, b);
     expect(() => idx.ids).toThrow(new RegExp(`${idxPath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}.*object ids changed since the index was first read`));
+    // And a CRC32 changed in the file while the table was let go.
+    idx.releaseCrcs();
+    const crcAt = 8 + 1024 + idx.count * 20;
+    b[8 + 1024 + 3 * 20]! ^= 1;
+    b[crcAt + 8]! ^= 1;
+    fs.writeFileSync(idxPath, b);
+    expect(() => idx.crc(2)).toThrow(/CRC32s changed since the index was first read/);
   });
 });
 

@@ -281,6 +281,35 @@ describe('worker threads change nothing but the speed', () => {
   }
 });
 
+describe('hundreds of packs', () => {
+  it('260 packs (pack numbers past 8 bits, the many-source merge) and loose objects become one pack, nothing lost', () => {
+    for (const threads of ['0', '1']) {
+      const repo = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-manypacks-'));
+      try {
+        gitOk(['init', '-q', '--bare', repo]);
+        // Each pack holds a blob of its own and the next one's (a duplicate across packs); the
+        // last 11 blobs stay loose as well (duplicates of packed objects).
+        const ids: string[] = [];
+        for (let i = 0; i <= 260; i++) ids.push(gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: `blob ${i}\n${'x'.repeat(i)}\n` }).trim());
+        for (let i = 0; i < 260; i++) gitOk(['pack-objects', '-q', 'objects/pack/pack'], { cwd: repo, input: `${ids[i]}\n${ids[i + 1]}\n` });
+        for (let i = 0; i < 250; i++) fs.rmSync(path.join(repo, 'objects', ids[i]!.slice(0, 2), ids[i]!.slice(2)));
+        expect(listPacks(repo).length).toBe(260);
+        const before = objectSet(repo);
+        expect(before.length).toBe(261);
+        const r = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo, env: { GIT_REPACK_TS_THREADS: threads } }));
+        expect(r.partitions[0].stats.duplicatesDropped).toBe(259 + 11);
+        expect(objectSet(repo)).toEqual(before);
+        expect(listPacks(repo).length).toBe(1);
+        expect(countObjects(repo).count).toBe(0);
+        expect(fsckStrict(repo).status).toBe(0);
+        expectGitIndexes(repo, listPacks(repo)[0]!);
+      } finally {
+        fs.rmSync(repo, { recursive: true, force: true });
+      }
+    }
+  });
+});
+
 describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing changed', () => {
   for (const threads of ['0', '1']) {
     it(`a copied entry whose CRC32 does not match the idx (threads=${threads})`, () => {

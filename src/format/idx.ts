@@ -19,8 +19,11 @@ export type Offsets = Float64Array | Uint32Array;
 export class PackIndex {
   private idsHeld: Buffer | undefined;
   private rawHeld: Buffer | undefined;
-  /** CRC32 of the ids while they are not held (checked when they are read again). */
+  /** Where `crc` reads (the file, or a copy of its CRC32 table once the file is let go). */
+  private crcs: Buffer | undefined;
+  /** CRC32s of the id and CRC32 tables, taken when they were first let go. */
   private idsCrc = 0;
+  private crcsCrc = 0;
 
   constructor(
     readonly file: string,
@@ -46,12 +49,9 @@ export class PackIndex {
     this.crcs = raw;
   }
 
-  /** Where `crc` reads: the file, or a copy of its CRC32 table once the file is let go. */
-  private crcs: Buffer;
-
   /** The sorted ids (read from the file again if `releaseIds` let them go). */
   get ids(): Buffer {
-    return (this.idsHeld ??= this.readIdsAgain());
+    return (this.idsHeld ??= this.readAgain(8 + FANOUT_BYTES, this.count * this.algo.len, this.idsCrc, 'object ids'));
   }
 
   /** The idx file as read (verify checks it whole); gone after `releaseIds`. */
@@ -60,17 +60,23 @@ export class PackIndex {
     return this.rawHeld;
   }
 
+  /** A v2 index read from its own file, whose tables can be read again. */
+  private get rereadable(): boolean {
+    return this.version === 2 && this.file.endsWith('.idx');
+  }
+
   /**
    * Gives the memory of the ids (20 or 32 bytes per object) back while a long phase needs only
-   * the offsets and CRC32s (the rewrite's writing); `ids` reads them from the file again, and
-   * checks they are the same bytes. A v2 index read from its own file only; otherwise nothing.
+   * the offsets and CRC32s (the rewrite's writing): the file's buffer goes, a copy of its CRC32
+   * table stays; `ids` reads them from the file again, and checks they are the same bytes.
    */
   releaseIds(): void {
-    if (this.version !== 2 || this.idsHeld === undefined || !this.file.endsWith('.idx')) return;
+    if (!this.rereadable || this.idsHeld === undefined) return;
     const raw = this.rawHeld;
     if (raw !== undefined) {
       this.idsCrc = crc32(this.idsHeld);
       this.crcs = Buffer.from(raw.subarray(this.crcAt, this.crcAt + 4 * this.count));
+      this.crcsCrc = crc32(this.crcs);
       this.crcAt = 0;
       this.rawHeld = undefined;
       releaseNow(raw);
@@ -78,21 +84,28 @@ export class PackIndex {
     this.idsHeld = undefined;
   }
 
-  private readIdsAgain(): Buffer {
-    const len = this.algo.len;
-    const ids = Buffer.allocUnsafe(this.count * len);
+  /** After `releaseIds`, the CRC32 table goes too (read again, checked, if `crc` is called). */
+  releaseCrcs(): void {
+    if (!this.rereadable || this.rawHeld !== undefined || this.crcs === undefined) return;
+    releaseNow(this.crcs);
+    this.crcs = undefined;
+  }
+
+  /** `len` bytes of the file at `at` that must have the CRC32 `want`. */
+  private readAgain(at: number, len: number, want: number, what: string): Buffer {
+    const out = Buffer.allocUnsafe(len);
     const fd = openSync(this.file, 'r');
     try {
-      for (let done = 0; done < ids.length; ) {
-        const n = readSync(fd, ids, done, ids.length - done, 8 + FANOUT_BYTES + done);
-        if (n === 0) throw corrupt('bad-idx', this.file, 8 + FANOUT_BYTES + done, 'index file shorter than when it was first read');
+      for (let done = 0; done < len; ) {
+        const n = readSync(fd, out, done, len - done, at + done);
+        if (n === 0) throw corrupt('bad-idx', this.file, at + done, 'index file shorter than when it was first read');
         done += n;
       }
     } finally {
       closeSync(fd);
     }
-    if (crc32(ids) !== this.idsCrc) throw corrupt('bad-idx', this.file, 8 + FANOUT_BYTES, 'object ids changed since the index was first read');
-    return ids;
+    if (crc32(out) !== want) throw corrupt('bad-idx', this.file, at, `${what} changed since the index was first read`);
+    return out;
   }
 
   /** Position of `id` (the `len` bytes at `pos` of `buf`), or -1. */
@@ -118,6 +131,7 @@ export class PackIndex {
 
   /** CRC32 of the entry at idx position `i` (idx v2 only). */
   crc(i: number): number {
+    this.crcs ??= this.readAgain(8 + FANOUT_BYTES + this.count * this.algo.len, 4 * this.count, this.crcsCrc, 'CRC32s');
     return this.crcs.readUInt32BE(this.crcAt + i * 4);
   }
 

@@ -1,6 +1,7 @@
 import { readSync } from 'node:fs';
 import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../codec/inflate.js';
+import { parseEntryHeader } from '../format/pack.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
 import { GitError } from '../errors.js';
@@ -23,8 +24,8 @@ export interface BatchJob {
   rawStart: Uint32Array;
   rawLen: Uint32Array;
   headerLen: Uint8Array;
-  /** Declared inflated size of each entry's data. */
-  size: Float64Array;
+  /** Object id length of the packs (a REF_DELTA header holds one). */
+  hashLen: number;
   mode: Uint8Array;
   level: Int8Array;
   /** Expected CRC32 of the raw entry (COPY_CRC). */
@@ -71,8 +72,7 @@ let scratch = Buffer.allocUnsafeSlow(1 << 16);
  * or a zstd pack's encoding (lean frames carry no checksum: the entry's CRC32 in the zstd
  * pack's index is checked first).
  */
-function plainOf(job: BatchJob, i: number, raw: Buffer, data: Buffer, into?: Buffer): Buffer {
-  const size = job.size[i]!;
+function plainOf(job: BatchJob, i: number, size: number, raw: Buffer, data: Buffer, into?: Buffer): Buffer {
   const sd = job.srcDict?.[i] ?? FROM_ZLIB;
   if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!, into);
   if (crc32(raw) !== job.crc[i]) throw new GitError('bad-pack', `${fileOf(job, i)}: entry does not match its CRC32 in the index at offset ${job.offset[i]}`, { file: fileOf(job, i), offset: job.offset[i]! });
@@ -88,6 +88,11 @@ export interface BatchResult {
   out: ArrayBuffer;
   outStart: Uint32Array;
   outLen: Uint32Array;
+  /**
+   * Each entry's declared size, from its header as read here (the main thread writes the new
+   * header from it and keeps no table of sizes while writing).
+   */
+  size: Float64Array;
   error?: { file: string; offset: number; message: string; code: string };
 }
 
@@ -112,6 +117,7 @@ export function runBatch(job: BatchJob): BatchResult {
   }
   const outStart = new Uint32Array(job.n);
   const outLen = new Uint32Array(job.n);
+  const sizes = new Float64Array(job.n);
   // Level-0 entries are written straight into the result, which grows as needed once each
   // entry's inflate has proved its size (a declared size is never trusted for an allocation);
   // other levels are collected and appended after them.
@@ -122,7 +128,12 @@ export function runBatch(job: BatchJob): BatchResult {
     const raw = src.subarray(job.rawStart[i]!, job.rawStart[i]! + job.rawLen[i]!);
     const data = raw.subarray(job.headerLen[i]!);
     const mode = job.mode[i]!;
+    if (mode === 0) continue; // an object the main thread writes itself (loose, or whole)
     try {
+      const h = parseEntryHeader(raw, 0, job.headerLen[i]!, job.hashLen, fileOf(job, i), job.offset[i]!);
+      if (h.headerLen !== job.headerLen[i]) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
+      const size = h.size;
+      sizes[i] = size;
       if (mode === COPY_CRC) {
         // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
         if (crc32(raw) !== job.crc[i]) {
@@ -130,9 +141,9 @@ export function runBatch(job: BatchJob): BatchResult {
         }
       } else if (mode === COPY_INFLATE) {
         // An idx v1 has no CRC32: zlib's own Adler-32 check stands in for it.
-        inflateExact(data, job.size[i]!, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
+        inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
       } else if (mode === REENCODE && job.zstdOut) {
-        const plain = plainOf(job, i, raw, data);
+        const plain = plainOf(job, i, size, raw, data);
         if (zstdOut === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
         const dict = job.dstDict![i]!;
         // Level 0: stored plain (no frame), as the reader tells plain data by its length.
@@ -145,8 +156,8 @@ export function runBatch(job: BatchJob): BatchResult {
         const level = job.level[i]!;
         // Level 0 inflates into this thread's scratch buffer: the bytes are copied into the
         // result right away.
-        if (level === 0 && job.size[i]! + 1 > scratch.length) scratch = Buffer.allocUnsafeSlow(Math.max(job.size[i]! + 1, scratch.length * 2));
-        const plain = plainOf(job, i, raw, data, level === 0 ? scratch : undefined);
+        if (level === 0 && size + 1 > scratch.length) scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, scratch.length * 2));
+        const plain = plainOf(job, i, size, raw, data, level === 0 ? scratch : undefined);
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
         if (level === 0) {
@@ -189,7 +200,7 @@ export function runBatch(job: BatchJob): BatchResult {
     }
     out = grown;
   }
-  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen };
+  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen, size: sizes };
 }
 
 function fileOf(job: BatchJob, i: number): string {
@@ -202,5 +213,5 @@ function fail(job: BatchJob, i: number, message: string, code: string): BatchRes
 
 function failAt(file: string, offset: number, message: string, code: string): BatchResult {
   const empty = new Uint32Array(0);
-  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, error: { file, offset, message, code } };
+  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, size: new Float64Array(0), error: { file, offset, message, code } };
 }

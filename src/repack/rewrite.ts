@@ -26,7 +26,12 @@ import { encodingMatches, type Levels } from './levels.js';
 /** levelOf's answer for a type at `keep`. */
 const KEEP = -100;
 /** srcPack value of a loose object. */
-const LOOSE = 0xffff;
+const LOOSE16 = 0xffff;
+/** The same when there are fewer than 255 packs (the number then fits in a byte). */
+const LOOSE8 = 0xff;
+/** base[] marks: no base (a whole object in its source), or a delta to be written whole. */
+const NO_BASE = -1;
+const WHOLE = -2;
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
 const BATCH_MAX = 4096;
 // 512 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
@@ -162,10 +167,19 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       }),
     );
   }
+  // What the writing needs of each source entry besides its size, in 16 bits instead of four
+  // bytes: type (3 bits), stored (2), FLEVEL (2), header length (9).
+  const info = scans.map((sc) => {
+    const a = new Uint16Array(sc.type.length);
+    for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.stored[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
+    releaseNow(sc.type, sc.stored, sc.flevel, sc.headerLen);
+    return a;
+  });
 
   // 2. Select: the first copy of each id wins; objects kept elsewhere are left out. Selected
   //    objects are numbered in order; the table reads their ids where they already are.
-  const srcPack = new Uint16Array(total);
+  const srcPack = packs.length < LOOSE8 ? new Uint8Array(total) : new Uint16Array(total);
+  const LOOSE = packs.length < LOOSE8 ? LOOSE8 : LOOSE16;
   const srcIdx = new Uint32Array(total);
   const idOf = (v: number, ref: { buf: Uint8Array; pos: number }): void => {
     const pi = srcPack[v]!;
@@ -224,8 +238,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const entryEnd = (pi: number, j: number): number => packs[pi]!.idx.offsets[j]! + entryLen[pi]![j]!;
 
   // 3. Bases: a delta keeps its base if the base object is in the output (any copy of it).
-  const base = new Int32Array(n).fill(-1);
-  const wantWhole = new Uint8Array(n);
+  // base[s]: the selection number of s's base; NO_BASE, or WHOLE for a delta written whole
+  // (its base is not in the output, or a cycle or the depth cap is broken there).
+  const base = new Int32Array(n).fill(NO_BASE);
   for (let s = 0; s < n; s++) {
     if (srcPack[s] === LOOSE) continue;
     const pi = srcPack[s]!;
@@ -241,8 +256,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     } else if (par === BROKEN) {
       throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
     }
-    if (b >= 0) base[s] = b;
-    else wantWhole[s] = 1;
+    base[s] = b >= 0 ? b : WHOLE;
   }
 
   table.release(); // 8 bytes per object, needed only to find the bases
@@ -269,8 +283,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const b = base[cur]!;
       if (b < 0 || state[b] === 2) break;
       if (state[b] === 1) {
-        base[cur] = -1;
-        wantWhole[cur] = 1;
+        base[cur] = WHOLE;
         break;
       }
       state[b] = 1;
@@ -282,10 +295,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const b = base[s]!;
       if (b >= 0) {
         const d = depth[b]! + 1;
-        if (d > MAX_DELTA_DEPTH) {
-          base[s] = -1;
-          wantWhole[s] = 1;
-        } else depth[s] = d;
+        if (d > MAX_DELTA_DEPTH) base[s] = WHOLE;
+        else depth[s] = d;
       }
       state[s] = 2;
       outOrder[placed++] = s;
@@ -297,7 +308,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const outputBound = (): number => {
     let bound = 12 + len;
     for (let s = 0; s < n; s++) {
-      if (wantWhole[s] === 1) return Infinity;
+      if (base[s] === WHOLE) return Infinity;
       const pi = srcPack[s]!;
       const j = srcIdx[s]!;
       const size = scans[pi]!.size[j]!;
@@ -335,26 +346,29 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // `auto` decides per entry from its inflated size and current compressed length; the
   // fallback is what the other settings would give (pack.compression, core.compression, -1).
   // `keep` gives KEEP: the entry is copied as it is when it can be, else compressed at the fallback.
+  const usesAuto = Object.values(levels).includes('auto');
   const levelOf = (t: number, size: number, packedLen: number | undefined): number => {
     const l = levels[t as 1 | 2 | 3 | 4];
     return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l === 'keep' ? KEEP : l;
   };
-  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || (wantWhole[s] === 1 && isDelta(scans[srcPack[s]!]!.type[srcIdx[s]!]!));
+  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || base[s] === WHOLE;
   /** What happens to a pack entry: its type, level and whether its encoding already matches. */
   const classify = (s: number): { type: number; level: number; matches: boolean } => {
     const pack = packs[srcPack[s]!]!;
     const scan = scans[srcPack[s]!]!;
     const j = srcIdx[s]!;
+    const inf = info[srcPack[s]!]![j]!;
+    const stored = (inf >> 3) & 3;
     const off = pack.idx.offsets[j]!;
     const b = base[s]!;
-    const type = b >= 0 ? outType[b]! : scan.type[j]!;
+    const type = b >= 0 ? outType[b]! : inf & 7;
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    let level = levelOf(type, scan.size[j]!, scan.stored[j] === 2 ? undefined : entryLen[srcPack[s]!]![j]! - scan.headerLen[j]!);
+    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - (inf >> 7));
     const keep = level === KEEP;
     if (keep) level = opts.autoFallback ?? -1;
     // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
-    const matches = zout === undefined && scan.stored[j] !== 2 && (keep || encodingMatches(level, scan.flevel[j]!, scan.stored[j] === 1));
+    const matches = zout === undefined && stored !== 2 && (keep || encodingMatches(level, (inf >> 5) & 3, stored === 1));
     return { type, level, matches };
   };
   /** The same, counted in the stats. */
@@ -386,7 +400,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const end = entryEnd(0, j);
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
-      if (hl !== scan.headerLen[j]) return false;
+      if (hl !== info[0]![j]! >> 7) return false;
       off = end;
     }
     return off === pack.dataEnd;
@@ -396,6 +410,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     stats.bytesOut = packs[0]!.size;
     return { stats, written: undefined, unchanged: true };
   }
+  // While writing, each entry's size comes from its header as the re-encoding thread reads it:
+  // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size.
+  if (!opts.dryRun && !usesAuto) for (const sc of scans) releaseNow(sc.size);
   const pool = opts.dryRun ? undefined : new BatchPool(BatchPool.threadsFor(n));
   let writer: PackSink | undefined;
   let zwriter: PackFileWriter | undefined;
@@ -468,8 +485,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const { type, level, matches } = decide(s);
       const scan = scans[srcPack[s]!]!;
       const j = srcIdx[s]!;
-      const pack = packs[srcPack[s]!]!;
-      let dataLen = entryLen[srcPack[s]!]![j]! - scan.headerLen[j]!;
+      let dataLen = entryLen[srcPack[s]!]![j]! - (info[srcPack[s]!]![j]! >> 7);
       if (!matches) {
         if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
         else stats.sizeExact = false;
@@ -521,7 +537,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       rawStart: new Uint32Array(m),
       rawLen: new Uint32Array(m),
       headerLen: new Uint8Array(m),
-      size: new Float64Array(m),
+      hashLen: len,
       mode: new Uint8Array(m),
       level: new Int8Array(m),
       crc: new Uint32Array(m),
@@ -552,7 +568,6 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       }
       const pi = srcPack[s]!;
       const pack = packs[pi]!;
-      const scan = scans[pi]!;
       const j = srcIdx[s]!;
       const off = pack.idx.offsets[j]!;
       const end = entryEnd(pi, j);
@@ -561,13 +576,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
-      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(scan.type[j]!))] ?? NO_DICT;
+      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(info[pi]![j]! & 7))] ?? NO_DICT;
       if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
       job.rawLen[i] = end - off;
-      job.headerLen[i] = scan.headerLen[j]!;
-      job.size[i] = scan.size[j]!;
+      job.headerLen[i] = info[pi]![j]! >> 7;
       job.fileIndex[i] = pi;
       job.offset[i] = off;
       if (spanPack === pack && off === spanEnd) spanEnd = end;
@@ -609,7 +623,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
           emit(s, d.type, d.size, -1, d.data);
           continue;
         }
-        const size = scans[srcPack[s]!]!.size[srcIdx[s]!]!;
+        const size = r.size[i]!;
         const data =
           b.modes[i] === REENCODE
             ? out.subarray(r.outStart[i]!, r.outStart[i]! + r.outLen[i]!)
@@ -625,8 +639,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     await pool.close(); // its threads' memory goes before the ids come back
     stats.bytesOut = offset + len;
     // What only the writing needed goes before the index is built (about 20 bytes per object).
-    for (const scan of scans) releaseNow(scan.type, scan.size, scan.headerLen, scan.stored, scan.flevel);
-    releaseNow(base, wantWhole, outType);
+    for (const scan of scans) releaseNow(scan.size);
+    releaseNow(...info);
+    releaseNow(base, outType, ...entryLen);
+    for (const p of packs) p.idx.releaseCrcs();
     scans.length = 0;
     freeIn.length = 0;
     spareOut.length = 0;
@@ -711,7 +727,8 @@ function readBackTables(done: Promise<void>, outOffset: Offsets, outCrc: Uint32A
  * the sorted loose ids, keeping only the selected copy of each object. Many sources fall back
  * to sorting a gathered copy of the ids.
  */
-function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint16Array, srcIdx: Uint32Array, n: number, len: number): Uint32Array {
+function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint8Array | Uint16Array, srcIdx: Uint32Array, n: number, len: number): Uint32Array {
+  const LOOSE = srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16;
   const out = new Uint32Array(n);
   if (packs.length > 32) {
     const ids = Buffer.allocUnsafe(n * len);
