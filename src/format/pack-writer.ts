@@ -16,7 +16,11 @@ export interface Finished {
 export interface PackSink {
   /** Bytes written so far (the offset of the next entry). */
   readonly offset: number;
-  writeEntry(header: Uint8Array, data: Uint8Array, slot: number): void;
+  /**
+   * Appends one entry: `header[0, headerLen)` then `data[start, end)` (ranges, so that a caller
+   * writing a million entries makes no view of each).
+   */
+  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen?: number, start?: number, end?: number): void;
   /**
    * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
    * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed;
@@ -93,7 +97,9 @@ export class PackFileWriter implements PackSink {
   }
 
   /** Appends one entry (header bytes, then compressed data). */
-  writeEntry(header: Uint8Array, data: Uint8Array, slot: number): void {
+  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen = header.length, start = 0, end = data.length): void {
+    if (headerLen !== header.length) header = header.subarray(0, headerLen);
+    if (start !== 0 || end !== data.length) data = data.subarray(start, end);
     this.append(header);
     this.append(data);
     // (Node's crc32 of nothing is 0 whatever the value it continues from.)
@@ -270,25 +276,26 @@ export class ThreadedPackWriter implements PackSink {
     });
     this.worker.on('error', (e) => fail(e));
     this.worker.on('exit', () => fail(this.threadError() ?? new GitError('io', `the thread writing ${path} stopped`, { file: path })));
-    this.append(encodePackHeader(count));
+    const head = encodePackHeader(count);
+    this.append(head, 0, head.length);
   }
 
-  writeEntry(header: Uint8Array, data: Uint8Array): void {
+  writeEntry(header: Buffer, data: Buffer, _slot: number, headerLen = header.length, start = 0, end = data.length): void {
     this.begun++;
-    this.append(header);
-    this.append(data);
+    this.append(header, 0, headerLen);
+    this.append(data, start, end);
   }
 
-  private append(data: Uint8Array): void {
-    let p = 0;
-    while (p < data.length) {
-      const n = Math.min(data.length - p, this.bufferSize - this.used);
-      this.views[this.k]!.set(n === data.length ? data : data.subarray(p, p + n), this.used);
+  private append(data: Buffer, start: number, end: number): void {
+    let p = start;
+    while (p < end) {
+      const n = Math.min(end - p, this.bufferSize - this.used);
+      data.copy(this.views[this.k]!, this.used, p, p + n);
       this.used += n;
       p += n;
       if (this.used === this.bufferSize) this.handOver(false);
     }
-    this.offset += data.length;
+    this.offset += end - start;
   }
 
   /** Hands the current buffer to the thread and waits (blocking) until the next one is free. */

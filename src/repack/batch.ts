@@ -1,7 +1,6 @@
 import { readSync } from 'node:fs';
 import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../codec/inflate.js';
-import { parseEntryHeader } from '../format/pack.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
 import { GitError } from '../errors.js';
@@ -125,14 +124,15 @@ export function runBatch(job: BatchJob): BatchResult {
   let storedAt = 0;
   const others: { i: number; data: Buffer }[] = [];
   for (let i = 0; i < job.n; i++) {
-    const raw = src.subarray(job.rawStart[i]!, job.rawStart[i]! + job.rawLen[i]!);
-    const data = raw.subarray(job.headerLen[i]!);
     const mode = job.mode[i]!;
     if (mode === 0) continue; // an object the main thread writes itself (loose, or whole)
+    const rs = job.rawStart[i]!;
+    const hl = job.headerLen[i]!;
+    const raw = src.subarray(rs, rs + job.rawLen[i]!);
+    const data = raw.subarray(hl);
     try {
-      const h = parseEntryHeader(raw, 0, job.headerLen[i]!, job.hashLen, fileOf(job, i), job.offset[i]!);
-      if (h.headerLen !== job.headerLen[i]) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
-      const size = h.size;
+      const size = entrySize(src, rs, rs + hl);
+      if (size < 0) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
       sizes[i] = size;
       if (mode === COPY_CRC) {
         // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
@@ -201,6 +201,24 @@ export function runBatch(job: BatchJob): BatchResult {
     out = grown;
   }
   return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen, size: sizes };
+}
+
+/**
+ * The declared size in an entry header at `buf[pos, end)` (its type and size varint; the scan
+ * has parsed the whole header before), or -1 when the varint does not end inside it.
+ */
+function entrySize(buf: Buffer, pos: number, end: number): number {
+  let p = pos;
+  let c = buf[p++]!;
+  let size = c & 15;
+  let mul = 16;
+  while (c & 0x80) {
+    if (p >= end || mul > 2 ** 46) return -1;
+    c = buf[p++]!;
+    size += (c & 0x7f) * mul;
+    mul *= 128;
+  }
+  return size;
 }
 
 function fileOf(job: BatchJob, i: number): string {

@@ -430,16 +430,13 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const zsrc = packs.filter((p) => p.isZpack);
   let mainZstd: ZstdCodec | undefined;
 
-  const emit = (s: number, type: number, size: number, baseSel: number, data: Uint8Array | number): void => {
+  /** Writes entry `s` with data `data[start, end)` (or, for a dry run, counts `data` bytes). */
+  const emit = (s: number, type: number, size: number, baseSel: number, data: Buffer | number, start = 0, end = typeof data === 'number' ? data : data.length): void => {
     let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
     if (baseSel >= 0) hl += encodeOfsDistance(offset - outOffset[baseSel]!, hdr, hl);
     outOffset[s] = offset;
-    if (writer === undefined || typeof data === 'number') {
-      offset += hl + (typeof data === 'number' ? data : data.length); // dry run: just the size
-    } else {
-      writer.writeEntry(hdr.subarray(0, hl), data, s);
-      offset += hl + data.length;
-    }
+    if (writer !== undefined && typeof data !== 'number') writer.writeEntry(hdr, data, s, hl, start, end);
+    offset += hl + end - start;
   };
 
   /** An object not copied from a pack entry: a loose object, or a delta written whole. */
@@ -624,11 +621,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
           continue;
         }
         const size = r.size[i]!;
-        const data =
-          b.modes[i] === REENCODE
-            ? out.subarray(r.outStart[i]!, r.outStart[i]! + r.outLen[i]!)
-            : src.subarray(b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
-        emit(s, outType[s]!, size, base[s]!, data);
+        if (b.modes[i] === REENCODE) emit(s, outType[s]!, size, base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
+        else emit(s, outType[s]!, size, base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
       }
       if (r.buf.byteLength <= 2 * BATCH_BYTES && freeIn.length < SPARE_BUFFERS) freeIn.push(r.buf);
       if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && spareOut.length < SPARE_BUFFERS) spareOut.push(r.out);
