@@ -9,6 +9,8 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { listPacks, verifyPack } from './helpers/git.js';
 import { Pack } from '../src/store/pack.js';
 import { releaseNow } from '../src/store/release.js';
+import { COPY_CRC, runBatch } from '../src/repack/batch.js';
+import { crc32 } from 'node:zlib';
 
 /**
  * The proof of a pack the writing thread read back holds the `.idx` and `.rev` on disk against
@@ -232,5 +234,34 @@ describe('releaseNow', () => {
     expect(small.length).toBe(100);
     expect(pooled.toString()).toBe('pooled');
     expect(shared.length).toBe(1 << 18);
+  });
+});
+
+describe('runBatch: sizes from the entry headers it reads', () => {
+  const job = (bytes: number[], headerLen: number, mode: number) => ({
+    buf: Uint8Array.from(bytes).buffer,
+    n: 1,
+    rawStart: Uint32Array.of(0),
+    rawLen: Uint32Array.of(bytes.length),
+    headerLen: Uint8Array.of(headerLen),
+    hashLen: 20,
+    mode: Uint8Array.of(mode),
+    level: Int8Array.of(0),
+    crc: Uint32Array.of(crc32(Buffer.from(bytes))),
+    files: ['x.pack'],
+    fds: [-1],
+    spans: new Float64Array(0),
+    fileIndex: Uint16Array.of(0),
+    offset: Float64Array.of(1234),
+  });
+  it('hands back each entry\'s declared size, and refuses a header whose size runs past the length the scan found', () => {
+    // A blob of 300 bytes: type 3, size 300 = 0b1_0010_1100 -> 0xbc 0x12; then some data.
+    const ok = runBatch(job([0xbc, 0x12, 1, 2, 3], 2, COPY_CRC));
+    expect(ok.error).toBeUndefined();
+    expect(Array.from(ok.size)).toEqual([300]);
+    const bad = runBatch(job([0xbc, 0x92, 1, 2, 3], 2, COPY_CRC));
+    expect(bad.error?.message).toBe('entry header changed since the pack was scanned');
+    expect(bad.error?.offset).toBe(1234);
+    expect(bad.error?.file).toBe('x.pack');
   });
 });
