@@ -7,6 +7,7 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { countObjects, fsckStrict, git, gitOk, listPacks, objectSet, packDirOf, verifyPack } from './helpers/git.js';
 import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { tool, toolOk } from './helpers/tool.js';
+import { toolFault } from './helpers/faults.js';
 
 type TypeName = 'commit' | 'tree' | 'blob' | 'tag';
 
@@ -279,6 +280,36 @@ describe('worker threads change nothing but the speed', () => {
       for (const pack of listPacks(b)) expectGitIndexes(b, pack);
     });
   }
+});
+
+describe('a multi-pack-index.lock left by a killed run', () => {
+  const lock = (repo: string) => path.join(packDirOf(repo), 'multi-pack-index.lock');
+  const hasMidx = (repo: string) => fs.existsSync(path.join(packDirOf(repo), 'multi-pack-index')) && fs.readdirSync(packDirOf(repo)).some((f) => /^multi-pack-index-.*\.bitmap$/.test(f));
+  it('is removed by the recovery when the run made it (no older than its journal), and the midx and bitmap come back', () => {
+    const repo = useFixtureCopy('midx-bitmap');
+    const before = objectSet(repo);
+    expect(toolFault(['-q', '--graph-compression=0'], repo, 'phase:midx:kill').killed).toBe(true);
+    // What git leaves when it is SIGKILLed with our process group while writing the midx.
+    fs.writeFileSync(lock(repo), '');
+    const r = tool(['--graph-compression=0'], { cwd: repo });
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain(`warning: removed ${lock(repo)}, left by git multi-pack-index write in an interrupted run`);
+    expect(fs.existsSync(lock(repo))).toBe(false);
+    expect(hasMidx(repo)).toBe(true);
+    expect(objectSet(repo)).toEqual(before);
+    expect(fsckStrict(repo).status).toBe(0);
+  });
+  it('is left alone when it is older than the run (someone else\'s), and the midx write reports it', () => {
+    const repo = useFixtureCopy('midx-bitmap');
+    fs.writeFileSync(lock(repo), '');
+    const old = new Date(Date.now() - 3600_000);
+    fs.utimesSync(lock(repo), old, old);
+    expect(toolFault(['-q', '--graph-compression=0'], repo, 'phase:midx:kill').killed).toBe(true);
+    const r = tool(['--graph-compression=0'], { cwd: repo });
+    expect(fs.existsSync(lock(repo))).toBe(true);
+    expect(r.stderr).toMatch(/could not rewrite the multi-pack-index: .*multi-pack-index\.lock/s);
+    expect(r.stderr).not.toContain('left by git multi-pack-index write');
+  });
 });
 
 describe('hundreds of packs', () => {

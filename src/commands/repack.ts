@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
@@ -137,7 +137,18 @@ function recoverJournal(repo: Repository, warn: (m: string) => void): string[] {
     // Whatever is left of each pack, not only its .idx or .pack: a kill may fall between two unlinks.
     for (const b of removable) if (removePack(b)) done.push(b);
     fsyncDir(packDir);
-    if (j.midx.rewrite) rewriteMidx(repo, j.midx.bitmap, warn);
+    if (j.midx.rewrite) {
+      // A run killed with its process group while git wrote the multi-pack-index leaves git's
+      // lock behind (git removes it on any signal it can catch), and every later midx write
+      // would fail on it. One no older than the journal was made during that run: ours.
+      const lockPath = join(packDir, 'multi-pack-index.lock');
+      const lockTime = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
+      if (lockTime !== undefined && lockTime >= statSync(path).mtimeMs) {
+        unlinkIfExists(lockPath);
+        warn(`removed ${lockPath}, left by git multi-pack-index write in an interrupted run`);
+      }
+      rewriteMidx(repo, j.midx.bitmap, warn);
+    }
   } else {
     done.push(...rollbackInstall(packDir, j.installed));
   }
