@@ -34,10 +34,11 @@ const NO_BASE = -1;
 const WHOLE = -2;
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
 const BATCH_MAX = 4096;
-// 512 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
-// as 1 MiB (and as 4 MiB and four per thread), and lighter: a batch of commits and trees stored
-// grows 3-4 times in its output buffer (docs/benchmarks.md §6).
-const BATCH_BYTES = 512 << 10;
+// 256 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
+// as 512 KiB, 1 MiB (and as 4 MiB and four per thread), and lighter: a batch of commits and trees
+// stored grows 3-4 times in its output buffer (256 KiB against 512: -2.6 MiB peak, 4.40 s
+// against 4.31 s, git repack -a -d 4.52 s; 4 interleaved runs, docs/decisions.md).
+const BATCH_BYTES = 256 << 10;
 /**
  * Input and output buffers kept for the next batches (each way): two, as a batch is built while
  * the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
