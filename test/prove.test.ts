@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { SHA1, SHA256, type HashAlgo } from '../src/hash/algo.js';
 import { emitIdxV2, parseIdx } from '../src/format/idx.js';
 import { encodeRev, packOrderFromOffsets } from '../src/format/rev.js';
@@ -8,7 +8,7 @@ import { proveWrittenStreamed } from '../src/repack/prove.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { listPacks, verifyPack } from './helpers/git.js';
 import { Pack } from '../src/store/pack.js';
-import { releaseNow } from '../src/store/release.js';
+import { releaseNow } from '../src/release.js';
 import { COPY_CRC, runBatch } from '../src/repack/batch.js';
 import { crc32 } from 'node:zlib';
 
@@ -168,14 +168,16 @@ describe('proveWrittenStreamed: the new .idx and .rev on disk, read a chunk at a
   });
 });
 
-describe('PackIndex.releaseIds: the ids let go while writing, read again when needed', () => {
+describe('Pack.releaseIds: the ids let go while writing, read again when needed', () => {
   it('keeps CRC32s and offsets, reads the same ids back, and refuses ids that changed', () => {
     const repo = useFixtureCopy('basic');
-    const idxPath = listPacks(repo)[0]!.replace(/\.pack$/, '.idx');
-    const idx = parseIdx(fs.readFileSync(idxPath), SHA1, idxPath);
+    const pack = Pack.open(listPacks(repo)[0]!, SHA1);
+    onTestFinished(() => pack.close());
+    const idxPath = pack.idxPath;
+    const idx = pack.idx;
     const ids = Buffer.from(idx.ids);
     const crcs = Array.from({ length: idx.count }, (_, i) => idx.crc(i));
-    idx.releaseIds();
+    pack.releaseIds();
     expect(() => idx.raw).toThrow(/index file no longer held/);
     expect(Array.from({ length: idx.count }, (_, i) => idx.crc(i))).toEqual(crcs);
     expect(idx.ids.equals(ids)).toBe(true);
@@ -184,7 +186,7 @@ describe('PackIndex.releaseIds: the ids let go while writing, read again when ne
     idx.releaseCrcs();
     expect(Array.from({ length: idx.count }, (_, i) => idx.crc(i))).toEqual(crcs);
     // Released again, and the file's ids changed meanwhile: an error, not other ids.
-    idx.releaseIds();
+    pack.releaseIds();
     const b = fs.readFileSync(idxPath);
     b[8 + 1024 + 3 * 20]! ^= 1;
     fs.chmodSync(idxPath, 0o644);

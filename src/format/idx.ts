@@ -1,8 +1,7 @@
 import type { HashAlgo } from '../hash/algo.js';
-import { closeSync, openSync, readSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import { corrupt } from '../errors.js';
-import { releaseNow } from '../store/release.js';
+import { releaseNow } from '../release.js';
 
 export const IDX_MAGIC = 0xff744f63; // "\377tOc"
 export const FANOUT_BYTES = 256 * 4;
@@ -60,18 +59,18 @@ export class PackIndex {
     return this.rawHeld;
   }
 
-  /** A v2 index read from its own file, whose tables can be read again. */
-  private get rereadable(): boolean {
-    return this.version === 2 && this.file.endsWith('.idx');
-  }
+  /** Reads `len` bytes of the index file at `at` again (set by `releaseIds`). */
+  private reload: ((at: number, len: number) => Buffer) | undefined;
 
   /**
    * Gives the memory of the ids (20 or 32 bytes per object) back while a long phase needs only
    * the offsets and CRC32s (the rewrite's writing): the file's buffer goes, a copy of its CRC32
-   * table stays; `ids` reads them from the file again, and checks they are the same bytes.
+   * table stays; `ids` reads them again through `reload` (the owner of the file, which this codec
+   * knows nothing of), and checks they are the same bytes. Index version 2 only.
    */
-  releaseIds(): void {
-    if (!this.rereadable || this.idsHeld === undefined) return;
+  releaseIds(reload: (at: number, len: number) => Buffer): void {
+    if (this.version !== 2 || this.idsHeld === undefined) return;
+    this.reload = reload;
     const raw = this.rawHeld;
     if (raw !== undefined) {
       this.idsCrc = crc32(this.idsHeld);
@@ -86,24 +85,15 @@ export class PackIndex {
 
   /** After `releaseIds`, the CRC32 table goes too (read again, checked, if `crc` is called). */
   releaseCrcs(): void {
-    if (!this.rereadable || this.rawHeld !== undefined || this.crcs === undefined) return;
+    if (this.reload === undefined || this.rawHeld !== undefined || this.crcs === undefined) return;
     releaseNow(this.crcs);
     this.crcs = undefined;
   }
 
   /** `len` bytes of the file at `at` that must have the CRC32 `want`. */
   private readAgain(at: number, len: number, want: number, what: string): Buffer {
-    const out = Buffer.allocUnsafe(len);
-    const fd = openSync(this.file, 'r');
-    try {
-      for (let done = 0; done < len; ) {
-        const n = readSync(fd, out, done, len - done, at + done);
-        if (n === 0) throw corrupt('bad-idx', this.file, at + done, 'index file shorter than when it was first read');
-        done += n;
-      }
-    } finally {
-      closeSync(fd);
-    }
+    if (this.reload === undefined) throw new Error(`${this.file}: ${what} were never let go`);
+    const out = this.reload(at, len);
     if (crc32(out) !== want) throw corrupt('bad-idx', this.file, at, `${what} changed since the index was first read`);
     return out;
   }

@@ -1,4 +1,4 @@
-import { releaseNow } from '../store/release.js';
+import { releaseNow } from '../release.js';
 /**
  * Object lookup by id bytes: an open-addressing table with linear probing, keyed on the first
  * four bytes of the id (ids are uniformly distributed, so they are their own hash; git's

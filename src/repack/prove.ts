@@ -142,11 +142,7 @@ class ChunkedFile {
   take(bytes: number, hashed = true): Buffer {
     if (this.pos + bytes > this.size) throw new GitError('verify-failed', `${this.path}: ends at offset ${this.size}, ${bytes} more bytes expected at offset ${this.pos}`);
     const view = this.buf.subarray(0, bytes);
-    for (let done = 0; done < bytes; ) {
-      const n = readSync(this.fd, view, done, bytes - done, this.pos + done);
-      if (n === 0) throw new GitError('verify-failed', `${this.path}: unexpected end of file at offset ${this.pos + done}`);
-      done += n;
-    }
+    if (!this.readAt(view, this.pos)) throw new GitError('verify-failed', `${this.path}: unexpected end of file after offset ${this.pos}`);
     this.pos += bytes;
     if (hashed) this.hash.update(view);
     return view;

@@ -14,7 +14,7 @@ import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { autoLevel } from './auto.js';
-import { releaseNow } from '../store/release.js';
+import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
@@ -29,6 +29,7 @@ const KEEP = -100;
 const LOOSE16 = 0xffff;
 /** The same when there are fewer than 255 packs (the number then fits in a byte). */
 const LOOSE8 = 0xff;
+const looseMark = (srcPack: Uint8Array | Uint16Array): number => (srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16);
 /** base[] marks: no base (a whole object in its source), or a delta to be written whole. */
 const NO_BASE = -1;
 const WHOLE = -2;
@@ -176,11 +177,13 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     releaseNow(sc.type, sc.stored, sc.flevel, sc.headerLen);
     return a;
   });
+  const typeOf = (pi: number, j: number): number => info[pi]![j]! & 7;
+  const headerLenOf = (pi: number, j: number): number => info[pi]![j]! >> 7;
 
   // 2. Select: the first copy of each id wins; objects kept elsewhere are left out. Selected
   //    objects are numbered in order; the table reads their ids where they already are.
   const srcPack = packs.length < LOOSE8 ? new Uint8Array(total) : new Uint16Array(total);
-  const LOOSE = packs.length < LOOSE8 ? LOOSE8 : LOOSE16;
+  const LOOSE = looseMark(srcPack);
   const srcIdx = new Uint32Array(total);
   const idOf = (v: number, ref: { buf: Uint8Array; pos: number }): void => {
     const pi = srcPack[v]!;
@@ -264,7 +267,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   for (const scan of scans) releaseNow(scan.parent); // read only above (4 bytes per object)
   // The writing needs the sources' offsets and CRC32s, not their ids (17 MB on git.git): they
   // are read from the .idx again for the new index.
-  if (!opts.dryRun) for (const p of packs) p.idx.releaseIds();
+  if (!opts.dryRun) for (const p of packs) p.releaseIds();
 
   // 4. Output order: selection order, each base hoisted before its deltas; a cycle across copies
   //    or a chain past the depth cap is broken by writing that delta whole.
@@ -362,10 +365,10 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const stored = (inf >> 3) & 3;
     const off = pack.idx.offsets[j]!;
     const b = base[s]!;
-    const type = b >= 0 ? outType[b]! : inf & 7;
+    const type = b >= 0 ? outType[b]! : typeOf(srcPack[s]!, j);
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - (inf >> 7));
+    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j));
     const keep = level === KEEP;
     if (keep) level = opts.autoFallback ?? -1;
     // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
@@ -401,7 +404,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const end = entryEnd(0, j);
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
-      if (hl !== info[0]![j]! >> 7) return false;
+      if (hl !== headerLenOf(0, j)) return false;
       off = end;
     }
     return off === pack.dataEnd;
@@ -483,7 +486,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const { type, level, matches } = decide(s);
       const scan = scans[srcPack[s]!]!;
       const j = srcIdx[s]!;
-      let dataLen = entryLen[srcPack[s]!]![j]! - (info[srcPack[s]!]![j]! >> 7);
+      let dataLen = entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j);
       if (!matches) {
         if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
         else stats.sizeExact = false;
@@ -574,12 +577,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
-      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(info[pi]![j]! & 7))] ?? NO_DICT;
+      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(typeOf(pi, j)))] ?? NO_DICT;
       if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
       job.rawLen[i] = end - off;
-      job.headerLen[i] = info[pi]![j]! >> 7;
+      job.headerLen[i] = headerLenOf(pi, j);
       job.fileIndex[i] = pi;
       job.offset[i] = off;
       if (spanPack === pack && off === spanEnd) spanEnd = end;
@@ -723,7 +726,7 @@ function readBackTables(done: Promise<void>, outOffset: Offsets, outCrc: Uint32A
  * to sorting a gathered copy of the ids.
  */
 function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint8Array | Uint16Array, srcIdx: Uint32Array, n: number, len: number): Uint32Array {
-  const LOOSE = srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16;
+  const LOOSE = looseMark(srcPack);
   const out = new Uint32Array(n);
   if (packs.length > 32) {
     const ids = Buffer.allocUnsafe(n * len);

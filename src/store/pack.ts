@@ -4,7 +4,7 @@ import { inflateExact } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
-import { releaseNow } from './release.js';
+import { releaseNow } from '../release.js';
 import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, type EntryHeader } from '../format/pack.js';
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta } from '../format/object-type.js';
@@ -257,11 +257,34 @@ export class Pack {
     this.rankCache = undefined;
   }
 
-  /** Drops the derived tables (order, rank, window); they are rebuilt if needed again. */
+  /** Frees the derived tables (order, rank, window); they are rebuilt if needed again. */
   dropCaches(): void {
-    this.orderCache = undefined;
-    this.rankCache = undefined;
+    this.releaseOrder();
     this.win = undefined;
+  }
+
+  /**
+   * Lets the index's ids go (`PackIndex.releaseIds`); they are read from the `.idx` file again
+   * when needed. Not for a zstd pack, whose index is inside the pack.
+   */
+  releaseIds(): void {
+    if (this.isZpack) return;
+    const file = this.idxPath;
+    this.idx.releaseIds((at, len) => {
+      const out = Buffer.allocUnsafe(len);
+      // A system error as it is: the repack names a file that vanished (another git gc?).
+      const fd = openSync(file, 'r');
+      try {
+        for (let done = 0; done < len; ) {
+          const n = readSync(fd, out, done, len - done, at + done);
+          if (n === 0) throw corrupt('bad-idx', file, at + done, 'index file shorter than when it was first read');
+          done += n;
+        }
+      } finally {
+        closeSync(fd);
+      }
+      return out;
+    });
   }
 
   /** Idx position of the entry that starts at `offset`, or -1 (an OFS_DELTA base is named by offset only). */
