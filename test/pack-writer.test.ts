@@ -8,8 +8,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { MAX_ENTRY_HEADER, encodeEntryHeader, encodeOfsDistance } from '../src/format/pack.js';
 import { OBJ_BLOB, OBJ_OFS_DELTA } from '../src/format/object-type.js';
-// The threaded writer starts its thread from the built file next to it: use the build.
-import { PackFileWriter, ThreadedPackWriter } from '../dist/format/pack-writer.js';
+import type * as Writer from '../src/format/pack-writer.js';
+// The threaded writer starts its thread from the built file next to it: use the build (typed
+// by its source, as dist carries no declarations).
+const { PackFileWriter, ThreadedPackWriter } = (await import('../dist/format/pack-writer.js' as string)) as typeof Writer;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-writer-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
