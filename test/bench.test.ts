@@ -6,11 +6,16 @@ import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { tool } from './helpers/tool.js';
-import { gitOk } from './helpers/git.js';
+import { fsckStrict, gitOk, objectSet, verifyPack } from './helpers/git.js';
 import { makeCache } from '../src/bench/base-cache.js';
 import { parseScenario, parseScenarioList } from '../src/bench/scenarios.js';
 import { Critbit } from '../src/bench/lookup.js';
-import { autoLevel, currentAutoRule, DEFAULT_AUTO_RULE, withAutoRule } from '../src/repack/auto.js';
+import { autoLevel, autoMaxLength, currentAutoRule, DEFAULT_AUTO_RULE, withAutoRule } from '../src/repack/auto.js';
+import { deflateAt } from '../src/repack/deflate.js';
+import { formatReport, shareOfBoth } from '../src/bench/report.js';
+import type { BenchResult } from '../src/commands/bench.js';
+import { encodingMatches, FIXED_HUFFMAN } from '../src/repack/levels.js';
+import { firstBlockCode } from '../src/store/pack-scan.js';
 import { storedZlibLength } from '../src/format/zlib-stored.js';
 import { OBJ_BLOB, OBJ_TREE } from '../src/format/object-type.js';
 import { Prng } from './helpers/prng.js';
@@ -110,6 +115,15 @@ describe('git repack-ts bench', () => {
       expect(by.auto.packBytes).toBeLessThanOrEqual(by.both.packBytes);
       expect(by.both.reencoded.commit).toBeGreaterThan(0);
       expect(by.auto.rerunReencodes).toBe(0);
+      // The auto scenario held against both: shares of its size increase and of each speed-up.
+      expect(j.vsBoth).toHaveLength(1);
+      expect(j.vsBoth[0].scenario).toBe('auto');
+      expect(j.vsBoth[0].size).toBeCloseTo((by.auto.packBytes - by.none.packBytes) / (by.both.packBytes - by.none.packBytes), 12);
+      for (const id of ids) {
+        const label = j.commands.find((c: { id: string }) => c.id === id).label;
+        if (by.both.warm[id].vsNone < 0) expect(j.vsBoth[0].columns[label]).toBeCloseTo(by.auto.warm[id].vsNone / by.both.warm[id].vsNone, 12);
+        else expect(j.vsBoth[0].columns[label]).toBeUndefined();
+      }
       expect(j.cold.requested).toBe(false);
       // The chart: well-formed, one bar per scenario in every panel (size first).
       const els = parseXml(fs.readFileSync(svg, 'utf8'));
@@ -204,7 +218,49 @@ describe('scenarios', () => {
     expect(parseScenario('both').levels).toEqual({ 1: 0, 2: 0, 3: -1, 4: -1 });
     expect(parseScenario('auto:512:0.9').autoRule).toEqual({ smallBytes: 512, maxRatio: 0.9 });
     expect(parseScenario('auto:1024').autoRule).toEqual({ smallBytes: 1024, maxRatio: Infinity });
+    expect(parseScenario('auto:768:0.8+fixed@commit')).toMatchObject({ autoRule: { smallBytes: 768, maxRatio: 0.8, fixed: true }, levels: { 1: 'auto', 2: -1 } });
+    expect(parseScenario('auto+fixed').autoRule).toEqual({ ...DEFAULT_AUTO_RULE, fixed: true });
     expect(() => parseScenario('auto:x')).toThrow(/unknown scenario/);
+  });
+});
+
+describe('the report against both', () => {
+  const cell = (median: number, vsNone: number) => ({ median, runs: [median], wall: [median], cpu: [median], vsNone, spread: 0 });
+  const scen = (name: string, packBytes: number, revs: number, log: number, logCg: number) => ({
+    name,
+    packBytes,
+    description: '',
+    reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 },
+    setupSeconds: 0,
+    cold: {},
+    warm: { revs: cell(revs, revs / 2 - 1), log: cell(log, log / 4 - 1), 'log-cg': cell(logCg, logCg / 4 - 1) },
+  });
+  const result = (scenarios: unknown[]) =>
+    ({
+      commands: [
+        { id: 'revs', label: 'revs', commitGraph: false, args: ['rev-list'], repeat: 1 },
+        { id: 'log', label: 'log', commitGraph: false, args: ['log'], repeat: 1 },
+        { id: 'log-cg', label: 'log +cg', commitGraph: true, args: ['log'], repeat: 1 },
+      ],
+      scenarios,
+    }) as unknown as BenchResult;
+
+  it('gives each auto scenario its share of both\'s size increase and speed-ups, and says whether the target is met', () => {
+    // none: 100 bytes, revs 2 s, log 4 s; both: +20 bytes, saves 1 s and 2 s.
+    const r = result([scen('none', 100, 2, 4, 4), scen('both', 120, 1, 2, 2), scen('auto', 110, 1.2, 2.2, 3), scen('auto:9', 104, 1.1, 3.7, 4), scen('commit', 115, 1, 4, 4)]);
+    const s = shareOfBoth(r);
+    expect(s.map((x) => x.scenario)).toEqual(['auto', 'auto:9']);
+    expect(s[0]!.size).toBeCloseTo(0.5, 12);
+    expect(s[0]!.columns.revs).toBeCloseTo(0.8, 12);
+    expect(s[0]!.columns.log).toBeCloseTo(0.9, 12);
+    expect(s[0]!.columns['log +cg']).toBeCloseTo(0.5, 12);
+    expect(s[0]!.walks).toBeCloseTo((0.8 + 1.8) / 3, 12); // the two walks without a commit-graph
+    expect(s[1]!.walks).toBeCloseTo((0.9 + 0.3) / 3, 12);
+    const text = formatReport({ ...r, repository: 'x', gitVersion: '2', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, cold: { requested: false, available: false, reason: '' }, workDir: '', kept: false, seconds: 0 } as BenchResult);
+    expect(text).toContain('auto: 50% of the size increase; of the speed-up: revs 80%, log 90%, log +cg 50%; walks 87% (met)');
+    expect(text).toContain('auto:9: 20% of the size increase; of the speed-up: revs 90%, log 15%, log +cg 0%; walks 40% (not met)');
+    // Without a both scenario there is nothing to hold anything against.
+    expect(shareOfBoth(result([scen('none', 100, 2, 4, 4), scen('auto', 110, 1.2, 2.2, 3)]))).toEqual([]);
   });
 });
 
@@ -237,13 +293,89 @@ describe('the auto rule', () => {
       const random = u();
       const data = Buffer.alloc(size);
       for (let k = 0; k < size; k++) data[k] = u() < random ? Math.floor(u() * 256) : 97 + (k % 7);
-      for (const original of [1, 6, 9]) {
-        const packed = deflateSync(data, { level: original }).length;
+      // The first encoding's length: real levels, and made-up ones (a stream from another
+      // deflater, much shorter or longer than zlib's level 6 would make).
+      const six = deflateSync(data, { level: 6 }).length;
+      for (const original of [1, 6, 9, 0.3, 0.79, 1.2]) {
+        const packed = original >= 1 ? deflateSync(data, { level: original }).length : Math.round(original * size);
         const first = autoLevel(size, packed, -1);
-        const written = first === 0 ? storedZlibLength(size) : original === 6 ? packed : deflateSync(data, { level: 6 }).length;
-        expect({ size, random, original, again: autoLevel(size, written, -1) }).toEqual({ size, random, original, again: first });
+        // As the rewrite writes it: copied at level 6, re-encoded (and stored when auto's length
+        // limit says so), or stored.
+        const storedNow = first === 0 || (original !== 6 && six > autoMaxLength(size));
+        const written = storedNow ? storedZlibLength(size) : original === 6 ? packed : six;
+        const final = storedNow ? 0 : first;
+        expect({ size, random, original, again: autoLevel(size, written, -1) }).toEqual({ size, random, original, again: final });
       }
     }
+  });
+  it('auto+fixed: git reads the pack it writes (fsck --strict, index-pack gives the same .idx), fixed codes in it, a second run copies all', () => {
+    const repo = useFixtureCopy('basic');
+    const before = objectSet(repo);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-fixed-'));
+    try {
+      const r = tool(['bench', '--runs=1', '--json', '--scenarios=auto:0:0.8+fixed', '--commands=revs', '--keep', `--tmpdir=${tmp}`, '--min-time=0'], { cwd: repo });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const s = JSON.parse(r.stdout).scenarios[1];
+      expect(s.name).toBe('auto:0:0.8+fixed');
+      expect(s.rerunReencodes).toBe(0);
+      expect(objectSet(s.copy)).toEqual(before);
+      const f = fsckStrict(s.copy);
+      expect(f.output).toBe('');
+      expect(f.status).toBe(0);
+      const packDir = path.join(s.copy, 'objects', 'pack');
+      let fixed = 0;
+      for (const name of fs.readdirSync(packDir).filter((n) => n.endsWith('.pack'))) {
+        const pack = path.join(packDir, name);
+        gitOk(['index-pack', '-o', path.join(tmp, 'g.idx'), pack], { cwd: s.copy });
+        expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(pack.slice(0, -5) + '.idx'))).toBe(true);
+        fs.rmSync(path.join(tmp, 'g.idx'));
+        // Commits and trees: FLEVEL 0 and a first block with fixed codes, unless stored.
+        const bytes = fs.readFileSync(pack);
+        for (const e of verifyPack(s.copy, pack).entries) {
+          if (e.type !== 'commit' && e.type !== 'tree') continue;
+          let p = e.offset;
+          const kind = (bytes[p]! >> 4) & 7;
+          while (bytes[p]! & 0x80) p++;
+          p++;
+          if (kind === 6) while (bytes[p++]! & 0x80); // OFS_DELTA distance
+          if (kind === 7) p += 20; // REF_DELTA base id
+          const code = firstBlockCode(bytes[p + 1]! >> 6, bytes[p + 2]);
+          expect(bytes[p + 1]! >> 6).toBe(0);
+          expect([1, 3]).toContain(code);
+          if (code === 3) fixed++;
+        }
+      }
+      expect(fixed).toBeGreaterThan(10);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('is stable with fixed codes: stored stays stored, fixed stays fixed, whatever the first encoding', () => {
+    const rule = { smallBytes: 512, maxRatio: 0.8, fixed: true };
+    const rng = new Prng(7);
+    const u = (): number => rng.u32() / 2 ** 32;
+    // What the scan sees of a stream: its length and its first block's code.
+    const seen = (z: Buffer): [number, number] => [z.length, firstBlockCode(z[1]! >> 6, z[2])];
+    const levels = new Set<number>();
+    for (let i = 0; i < 240; i++) {
+      const size = Math.floor(2 ** (u() * 14));
+      const random = u();
+      const data = Buffer.alloc(size);
+      for (let k = 0; k < size; k++) data[k] = u() < random ? Math.floor(u() * 256) : 97 + (k % 7);
+      for (const original of [0, 1, 6, 9, FIXED_HUFFMAN]) {
+        const [packed, block] = seen(deflateAt(data, original));
+        const first = autoLevel(size, packed, -1, rule, block);
+        levels.add(first);
+        const [len2, block2] = seen(deflateAt(data, first));
+        const again = autoLevel(size, len2, -1, rule, block2);
+        expect({ size, random, original, again }).toEqual({ size, random, original, again: first });
+        // And the entry written is one the next run copies as it is.
+        expect(encodingMatches(again, len2 === 0 ? 0 : deflateAt(data, first)[1]! >> 6, block2)).toBe(true);
+      }
+    }
+    expect([...levels].sort((a, b) => a - b)).toEqual([0, FIXED_HUFFMAN]);
   });
 });
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { OBJECT_HEADER_ROOM, SHA1, SHA256, hashObjectBuffer, objectHeader, putObjectHeader, toHex } from '../src/hash/algo.js';
 import { StackArena } from '../src/delta/arena.js';
 import { Pack } from '../src/store/pack.js';
-import { scanPack } from '../src/store/pack-scan.js';
+import { firstBlockCode, scanPack } from '../src/store/pack-scan.js';
 import { OidTable } from '../src/hash/oid-table.js';
 import { sortIds } from '../src/hash/sort.js';
 import { encodeIdxV2, parseIdx } from '../src/format/idx.js';
@@ -18,7 +18,8 @@ import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
 import { parseConfigInt, parseConfigList } from '../src/store/config.js';
 import { GitConfig } from '../src/store/config.js';
-import { encodingMatches, resolveLevels } from '../src/repack/levels.js';
+import { encodingMatches, FIXED_HUFFMAN, resolveLevels } from '../src/repack/levels.js';
+import { deflateAt } from '../src/repack/deflate.js';
 import { fixturePath } from './fixtures/index.js';
 import { listPacks } from './helpers/git.js';
 
@@ -349,12 +350,28 @@ describe('config and levels', () => {
   });
 
   it('an entry matches its target encoding only when a rewrite would not change it', () => {
-    expect(encodingMatches(0, 0, true)).toBe(true);
-    expect(encodingMatches(0, 0, false)).toBe(false); // level 1
-    expect(encodingMatches(0, 2, true)).toBe(false); // level 6 that stored a block
-    expect(encodingMatches(-1, 2, false)).toBe(true);
-    expect(encodingMatches(6, 2, true)).toBe(true);
-    expect(encodingMatches(9, 2, false)).toBe(false);
-    expect(encodingMatches(1, 0, true)).toBe(true);
+    // Real zlib streams, classified as the scan classifies them.
+    const text = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A U Thor <a@example.com> 1112911993 -0700\n\n'.repeat(3));
+    const noise = Buffer.concat(Array.from({ length: 10 }, (_, i) => crypto.createHash('sha256').update(String(i)).digest()));
+    const code = (z: Buffer): [number, number] => [z[1]! >> 6, firstBlockCode(z[1]! >> 6, z[2])];
+    const at = (level: number, data = text) => code(deflateAt(data, level));
+    expect(at(0)).toEqual([0, 1]);
+    expect(at(FIXED_HUFFMAN)).toEqual([0, 3]); // zlib writes FLEVEL 0 for Z_FIXED
+    expect(code(deflateSync(noise, { level: 6 }))).toEqual([2, 0]); // level 6 that stored a block
+    const matches = (target: number, z: [number, number]) => encodingMatches(target, z[0], z[1]);
+    expect(matches(0, at(0))).toBe(true);
+    expect(matches(0, at(1))).toBe(false);
+    expect(matches(0, code(deflateSync(noise, { level: 6 })))).toBe(false);
+    expect(matches(-1, at(6))).toBe(true);
+    expect(matches(6, code(deflateSync(noise, { level: 6 })))).toBe(true);
+    expect(matches(9, at(6))).toBe(false);
+    expect(matches(1, at(0))).toBe(true);
+    expect(matches(FIXED_HUFFMAN, at(FIXED_HUFFMAN))).toBe(true);
+    expect(matches(FIXED_HUFFMAN, at(6))).toBe(false);
+    // Level 1 chose fixed codes itself for this short text: already what FIXED_HUFFMAN would write.
+    expect(at(1)).toEqual([0, 3]);
+    expect(matches(FIXED_HUFFMAN, at(1))).toBe(true);
+    expect(matches(FIXED_HUFFMAN, at(0))).toBe(false);
+    expect(inflateSync(deflateAt(text, FIXED_HUFFMAN)).equals(text)).toBe(true);
   });
 });

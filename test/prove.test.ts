@@ -9,8 +9,9 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { listPacks, verifyPack } from './helpers/git.js';
 import { Pack } from '../src/store/pack.js';
 import { releaseNow } from '../src/release.js';
-import { COPY_CRC, runBatch } from '../src/repack/batch.js';
-import { crc32 } from 'node:zlib';
+import { COPY_CRC, REENCODE, runBatch } from '../src/repack/batch.js';
+import { crc32, deflateSync, inflateSync } from 'node:zlib';
+import { storedZlib } from '../src/format/zlib-stored.js';
 
 /**
  * The proof of a pack the writing thread read back holds the `.idx` and `.rev` on disk against
@@ -265,5 +266,22 @@ describe('runBatch: sizes from the entry headers it reads', () => {
     expect(bad.error?.message).toBe('entry header changed since the pack was scanned');
     expect(bad.error?.offset).toBe(1234);
     expect(bad.error?.file).toBe('x.pack');
+  });
+
+  it('auto\'s length limit: a re-encode longer than maxLen is stored instead, a shorter one kept', () => {
+    // A commit of 300 bytes that level 6 compresses, packed at level 9.
+    const plain = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 1 +0000\ncommitter A <a@b> 1 +0000\n\n'.repeat(4).slice(0, 300));
+    const src = Buffer.concat([Buffer.from([0x9c, 0x12]), deflateSync(plain, { level: 9 })]);
+    const six = deflateSync(plain, { level: 6 });
+    const run = (maxLen: number) => {
+      const r = runBatch({ ...job([...src], 2, REENCODE), level: Int8Array.of(6), maxLen: Float64Array.of(maxLen) });
+      expect(r.error).toBeUndefined();
+      return Buffer.from(r.out).subarray(r.outStart[0]!, r.outStart[0]! + r.outLen[0]!);
+    };
+    expect(run(six.length).equals(six)).toBe(true);
+    expect(run(Infinity).equals(six)).toBe(true);
+    const stored = run(six.length - 1);
+    expect(stored.equals(storedZlib(plain))).toBe(true);
+    expect(inflateSync(stored).equals(plain)).toBe(true);
   });
 });

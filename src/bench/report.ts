@@ -67,6 +67,7 @@ export function formatReport(r: BenchResult): string {
     const re = s.reencoded;
     out.push(`${s.name}: ${s.description}; rewrite re-encoded ${re.commit} commits, ${re.tree} trees, ${re.blob} blobs, ${re.tag} tags in ${s.setupSeconds.toFixed(1)} s (with the commit-graph)${stable}`);
   }
+  out.push(...shareOfBothLines(r));
   const spreads = r.scenarios.flatMap((s) => Object.entries(s.warm).map(([id, c]) => ({ id, s: s.name, v: c.spread })));
   if (r.runs > 1 && spreads.length > 0) {
     const sorted = [...spreads].sort((a, b) => a.v - b.v);
@@ -75,6 +76,53 @@ export function formatReport(r: BenchResult): string {
   }
   if (r.reader) out.push('', ...formatReader(r));
   return out.join('\n') + '\n';
+}
+
+/**
+ * How much of `both` each `auto` scenario gets (issue 6's target: at least 80 % of `both`'s walk
+ * speed-up for at most half of its size increase): the share of `both`'s size increase, of its
+ * speed-up in each column, and of the time it saves on the walks without a commit-graph together.
+ */
+export interface BothShare {
+  scenario: string;
+  size: number;
+  columns: Record<string, number>;
+  walks: number;
+}
+
+export function shareOfBoth(r: BenchResult): BothShare[] {
+  const none = r.scenarios[0];
+  const both = r.scenarios.find((s) => s.name === 'both');
+  if (none === undefined || both === undefined || both.packBytes === none.packBytes) return [];
+  const plain = r.commands.filter((c) => !c.commitGraph);
+  const saved = (s: ScenarioResult): number => plain.reduce((t, c) => t + (none.warm[c.id]?.median ?? 0) - (s.warm[c.id]?.median ?? 0), 0);
+  const bothSaved = saved(both);
+  const out: BothShare[] = [];
+  for (const s of r.scenarios) {
+    if (!s.name.startsWith('auto')) continue;
+    const columns: Record<string, number> = {};
+    for (const c of r.commands) {
+      const a = s.warm[c.id]?.vsNone;
+      const b = both.warm[c.id]?.vsNone;
+      if (a !== undefined && b !== undefined && b < 0) columns[c.label] = a / b;
+    }
+    out.push({ scenario: s.name, size: (s.packBytes - none.packBytes) / (both.packBytes - none.packBytes), columns, walks: bothSaved > 0 ? saved(s) / bothSaved : NaN });
+  }
+  return out;
+}
+
+function shareOfBothLines(r: BenchResult): string[] {
+  const shares = shareOfBoth(r);
+  if (shares.length === 0) return [];
+  const p = (v: number): string => (Number.isFinite(v) ? `${Math.round(v * 100)}%` : '–');
+  const walks = r.commands.filter((c) => !c.commitGraph).map((c) => c.label).join(' + ');
+  const out = ['', `against both (target: at least 80% of its speed-up for at most 50% of its size increase; "walks" = time saved on ${walks} together):`];
+  for (const s of shares) {
+    const cols = Object.entries(s.columns).map(([k, v]) => `${k} ${p(v)}`).join(', ');
+    const met = s.size <= 0.5 && s.walks >= 0.8 ? 'met' : 'not met';
+    out.push(`${s.scenario}: ${p(s.size)} of the size increase; of the speed-up: ${cols}; walks ${p(s.walks)} (${met})`);
+  }
+  return out;
 }
 
 function formatReader(r: BenchResult): string[] {

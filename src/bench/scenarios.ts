@@ -6,7 +6,8 @@ import type { Levels } from '../repack/levels.js';
  * One pack layout to benchmark, built from the repository by our rewriter. The seed's four
  * (`none`, `commit`, `tree`, `both`: which types are stored at zlib level 0, everything else at
  * zlib's default), and `auto` (commits and trees under the `auto` rule). `auto:<bytes>[:<ratio>]`
- * names a candidate rule, for choosing the thresholds by measurement.
+ * names a candidate rule, for choosing the thresholds by measurement; `+fixed` deflates what the
+ * rule does not store with fixed Huffman codes.
  */
 export interface Scenario {
   name: string;
@@ -37,20 +38,23 @@ export function parseScenario(name: string): Scenario {
     default:
       break;
   }
-  const m = /^auto(?::(\d+)(?::(\d*\.?\d+))?)?(?:@(commit|tree))?$/.exec(name);
+  const m = /^auto(?::(\d+)(?::(\d*\.?\d+))?)?(\+fixed)?(?:@(commit|tree))?$/.exec(name);
   if (m) {
-    const rule: AutoRule | undefined = m[1] === undefined ? undefined : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
-    const only = m[3] as 'commit' | 'tree' | undefined;
+    const fixed = m[3] !== undefined;
+    const base = m[1] === undefined ? DEFAULT_AUTO_RULE : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
+    const rule: AutoRule | undefined = m[1] === undefined && !fixed ? undefined : fixed ? { ...base, fixed } : { ...base };
+    const only = m[4] as 'commit' | 'tree' | undefined;
     const levels = lv(only === 'tree' ? -1 : 'auto', only === 'commit' ? -1 : 'auto');
     const what = only === undefined ? 'commits and trees' : `${only}s only`;
     return { name, levels, autoRule: rule, description: `${what} under auto (${ruleText(rule ?? DEFAULT_AUTO_RULE)})` };
   }
-  throw new GitError('usage', `unknown scenario '${name}' (known: none, commit, tree, both, auto, auto:<bytes>[:<ratio>][@commit|@tree])`);
+  throw new GitError('usage', `unknown scenario '${name}' (known: none, commit, tree, both, auto, auto:<bytes>[:<ratio>][+fixed][@commit|@tree])`);
 }
 
 export function ruleText(r: AutoRule): string {
   const parts = [`stored below ${r.smallBytes} bytes`];
   if (Number.isFinite(r.maxRatio)) parts.push(`or when deflate keeps more than ${r.maxRatio} of the size`);
+  if (r.fixed === true) parts.push('the rest deflated with fixed Huffman codes');
   return parts.join(' ');
 }
 

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { bench, COMMAND_IDS } from '../commands/bench.js';
 import { parseScenarioList } from '../bench/scenarios.js';
 import { READER_EXPERIMENTS, type ReaderExperimentName } from '../bench/reader.js';
-import { formatReport } from '../bench/report.js';
+import { formatReport, shareOfBoth } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import { childrenCpuSeconds } from '../bench/timing.js';
 import { GitError } from '../errors.js';
@@ -18,7 +18,8 @@ export const BENCH_USAGE = `usage: git repack-ts bench [<options>]
 Times stock git's history walks on private copies of this repository rewritten by git repack-ts,
 one copy per scenario (the original is only read).
 
-    --scenarios <list>    none,commit,tree,both,auto (default), or auto:<bytes>[:<ratio>]
+    --scenarios <list>    none,commit,tree,both,auto (default), or candidate rules:
+                          auto:<bytes>[:<ratio>][+fixed][@commit|@tree]
     --runs <n>            timed runs per cell, median reported (default 5)
     --cold                also time with the copies' files evicted from the page cache
     --clock <cpu|wall>    warm timings as git's user+system CPU time (default on Linux) or wall-clock
@@ -124,7 +125,7 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       signal: ac.signal,
     });
     if (o.svg !== undefined) writeFileSync(resolve(ctx.cwd, String(o.svg)), renderSvg(r));
-    io.out(o.json ? JSON.stringify(r, null, 2) + '\n' : formatReport(r));
+    io.out(o.json ? JSON.stringify({ ...r, vsBoth: shareOfBoth(r) }, null, 2) + '\n' : formatReport(r));
     return 0;
   } finally {
     process.removeListener('SIGINT', onSigint);

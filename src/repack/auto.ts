@@ -1,3 +1,5 @@
+import { BLOCK_FIXED, BLOCK_STORED, FIXED_HUFFMAN } from './levels.js';
+
 /**
  * The `auto` level: store an object uncompressed only where deflate buys little — small
  * entries (whose inflate costs more than the bytes it saves) and poorly compressible ones —
@@ -12,6 +14,12 @@ export interface AutoRule {
   smallBytes: number;
   /** Entries whose compressed data is larger than this share of the inflated size are stored. */
   maxRatio: number;
+  /**
+   * The rest is deflated with fixed Huffman codes (FIXED_HUFFMAN) instead of at the fallback
+   * level. An entry already written so keeps that encoding (its ratio under fixed codes is no
+   * longer the one the rule judged), so a second run changes nothing.
+   */
+  fixed?: boolean | undefined;
 }
 
 /**
@@ -57,10 +65,25 @@ export function currentAutoRule(): Readonly<AutoRule> {
 
 /**
  * Level for one entry under `auto`. `size` is what the entry's data inflates to (a delta's own
- * size for deltas); `packedLen` its current compressed length, when known.
+ * size for deltas); `packedLen` its current compressed length, when known; `block` the scan's
+ * code for its first deflate block (PackScan.stored).
  */
-export function autoLevel(size: number, packedLen: number | undefined, fallback: number, rule: AutoRule = activeRule): number {
+export function autoLevel(size: number, packedLen: number | undefined, fallback: number, rule: AutoRule = activeRule, block = 0): number {
   if (size < rule.smallBytes) return 0;
+  // Under `fixed`, an entry already written with fixed codes keeps them, and one whose stream
+  // starts with a stored block (what zlib's Z_FIXED writes when codes would not shrink it) stays
+  // stored: either way a second run changes nothing.
+  if (rule.fixed === true && block === BLOCK_FIXED) return FIXED_HUFFMAN;
+  if (rule.fixed === true && block === BLOCK_STORED) return 0;
   if (packedLen !== undefined && packedLen > rule.maxRatio * size) return 0;
-  return fallback;
+  return rule.fixed === true ? FIXED_HUFFMAN : fallback;
+}
+
+/**
+ * Under `auto`, the longest stream an entry compressed at the fallback level may keep: a longer
+ * one is stored instead. The next run judges the ratio on the stream written now, so an entry
+ * first packed at another level (and re-encoded here) would otherwise be stored one run later.
+ */
+export function autoMaxLength(size: number, rule: AutoRule = activeRule): number {
+  return rule.maxRatio * size;
 }

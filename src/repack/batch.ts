@@ -50,6 +50,12 @@ export interface BatchJob {
   srcDict?: Int8Array | undefined;
   zstdOut?: boolean | undefined;
   dstDict?: Int8Array | undefined;
+  /**
+   * `auto` (auto.ts): the longest zlib stream a re-encode at a non-zero level may give; a longer
+   * one is stored instead, so that the next run, judging the stream written now, decides the
+   * same. Absent, or Infinity for an entry: no limit.
+   */
+  maxLen?: Float64Array | undefined;
 }
 
 /** The dictionaries of the zstd packs read and written (set once per thread). */
@@ -160,7 +166,8 @@ export function runBatch(job: BatchJob): BatchResult {
         const plain = plainOf(job, i, size, raw, data, level === 0 ? scratch : undefined);
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
-        if (level === 0) {
+        const again = level === 0 ? undefined : deflateAt(plain, level);
+        if (again === undefined || again.length > (job.maxLen?.[i] ?? Infinity)) {
           // From a zlib source, the Adler-32 of the bytes is its trailer, which zlib has checked.
           const adler = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB ? data.readUInt32BE(data.length - 4) : undefined;
           const need = storedAt + storedZlibLength(plain.length);
@@ -175,7 +182,6 @@ export function runBatch(job: BatchJob): BatchResult {
           outLen[i] = n;
           storedAt += n;
         } else {
-          const again = deflateAt(plain, level);
           if (!inflateSync(again).equals(plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
           others.push({ i, data: again });
         }

@@ -63,8 +63,20 @@ export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   } as Levels;
 }
 
+/**
+ * An encoding, not a level a user gives: zlib level 6 with fixed Huffman codes (`Z_FIXED`), which
+ * inflate decodes without building code tables first. Only `auto` chooses it (auto.ts).
+ */
+export const FIXED_HUFFMAN = 10;
+
+/** The scan's code for a first deflate block with fixed Huffman codes (PackScan.stored). */
+export const BLOCK_FIXED = 3;
+/** The scan's code for a stored first deflate block (PackScan.stored). */
+export const BLOCK_STORED = 1;
+
 /** zlib's FLEVEL header class for a level (deflate.c: 0-1 → 0, 2-5 → 1, 6 → 2, 7-9 → 3). */
 export function flevelOf(level: number): number {
+  if (level === FIXED_HUFFMAN) return 0; // deflate.c: any strategy from Z_HUFFMAN_ONLY up says FLEVEL 0
   const l = level === -1 ? 6 : level;
   if (l < 2) return 0;
   if (l < 6) return 1;
@@ -74,11 +86,13 @@ export function flevelOf(level: number): number {
 
 /**
  * Whether an entry already has the target encoding, judged from its zlib header and first
- * block: level 0 means FLEVEL 0 and stored blocks; other levels mean the same FLEVEL class.
+ * block (`block`: PackScan.stored's code): level 0 means FLEVEL 0 and a stored block;
+ * FIXED_HUFFMAN means FLEVEL 0 (what zlib writes for Z_FIXED) and fixed codes; other levels mean the same FLEVEL class.
  * A second run with the same levels therefore re-encodes nothing.
  */
-export function encodingMatches(level: number, flevel: number, stored: boolean): boolean {
-  if (level === 0) return flevel === 0 && stored;
+export function encodingMatches(level: number, flevel: number, block: number): boolean {
+  if (level === 0) return flevel === 0 && block === BLOCK_STORED;
+  if (level === FIXED_HUFFMAN) return flevel === 0 && block === BLOCK_FIXED;
   return flevel === flevelOf(level);
 }
 

@@ -13,7 +13,7 @@ import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
-import { autoLevel } from './auto.js';
+import { autoLevel, autoMaxLength } from './auto.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
@@ -21,7 +21,7 @@ import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/
 import { COPY_CRC, COPY_INFLATE, REENCODE, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
-import { encodingMatches, type Levels } from './levels.js';
+import { encodingMatches, FIXED_HUFFMAN, type Levels } from './levels.js';
 
 /** levelOf's answer for a type at `keep`. */
 const KEEP = -100;
@@ -351,10 +351,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // fallback is what the other settings would give (pack.compression, core.compression, -1).
   // `keep` gives KEEP: the entry is copied as it is when it can be, else compressed at the fallback.
   const usesAuto = Object.values(levels).includes('auto');
-  const levelOf = (t: number, size: number, packedLen: number | undefined): number => {
+  const levelOf = (t: number, size: number, packedLen: number | undefined, block = 0): number => {
     const l = levels[t as 1 | 2 | 3 | 4];
-    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1) : l === 'keep' ? KEEP : l;
+    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1, undefined, block) : l === 'keep' ? KEEP : l;
   };
+  /** Whether `auto` compressed this entry at its fallback level: then a stream too long for its ratio is stored instead. */
+  const settlesByLength = (t: number, level: number): boolean => levels[t as 1 | 2 | 3 | 4] === 'auto' && level !== 0 && level !== FIXED_HUFFMAN && zout === undefined;
   const isDirect = (s: number): boolean => srcPack[s] === LOOSE || base[s] === WHOLE;
   /** What happens to a pack entry: its type, level and whether its encoding already matches. */
   const classify = (s: number): { type: number; level: number; matches: boolean } => {
@@ -368,11 +370,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     const type = b >= 0 ? outType[b]! : typeOf(srcPack[s]!, j);
     if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
     outType[s] = type;
-    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j));
+    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j), stored);
     const keep = level === KEEP;
     if (keep) level = opts.autoFallback ?? -1;
     // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
-    const matches = zout === undefined && stored !== 2 && (keep || encodingMatches(level, (inf >> 5) & 3, stored === 1));
+    const matches = zout === undefined && stored !== 2 && (keep || encodingMatches(level, (inf >> 5) & 3, stored));
     return { type, level, matches };
   };
   /** The same, counted in the stats. */
@@ -470,7 +472,12 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const dict = outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
       const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : mainZstd.compress(obj.data, zout.level, dict);
       data = frame.length < obj.data.length ? frame : obj.data;
-    } else data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
+    } else {
+      data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
+      if (typeof data !== 'number' && settlesByLength(obj.type, level) && data.length > autoMaxLength(obj.data.length)) {
+        data = opts.dryRun ? storedZlibLength(obj.data.length) : deflateAt(obj.data, 0);
+      }
+    }
     return { type: obj.type, size: obj.data.length, data };
   };
 
@@ -547,6 +554,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       spans: new Float64Array(0),
       fileIndex: new Uint16Array(m),
       offset: new Float64Array(m),
+      maxLen: usesAuto && zout === undefined ? new Float64Array(m).fill(Infinity) : undefined,
     };
     const directs = new Map<number, { type: number; size: number; data: Buffer | number }>();
     let pos = 0;
@@ -577,6 +585,7 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
+      if (!matches && job.maxLen !== undefined && settlesByLength(outType[s]!, level)) job.maxLen[i] = autoMaxLength(scans[pi]!.size[j]!);
       if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(typeOf(pi, j)))] ?? NO_DICT;
       if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;

@@ -25,10 +25,23 @@ export interface PackScan {
   parent: Int32Array;
   /** For EXTERNAL_PARENT entries: the base id, keyed by idx position. */
   externalBase: Map<number, Buffer>;
-  /** 1 when the entry's first deflate block is stored (zlib level 0), 2 when the data is not a zlib stream. */
+  /**
+   * The entry's first deflate block: 0 dynamic Huffman codes, 1 stored (zlib level 0, flevel 0),
+   * 3 fixed Huffman codes (`FIXED_HUFFMAN`); 2 when the data is not a zlib stream (zstd pack).
+   */
   stored: Uint8Array;
   /** zlib FLEVEL (0..3) from the stream header. */
   flevel: Uint8Array;
+}
+
+/**
+ * PackScan.stored's code for a zlib stream with header FLEVEL `flevel` whose deflate data starts
+ * with byte `first`: BTYPE is its bits 1-2 (00 stored, 01 fixed Huffman codes, 10 dynamic).
+ */
+export function firstBlockCode(flevel: number, first: number | undefined): number {
+  const btype = first === undefined ? -1 : (first >> 1) & 3;
+  if (btype === 0) return flevel === 0 ? 1 : 0;
+  return btype === 1 ? 3 : 0;
 }
 
 export interface ScanProblem {
@@ -98,8 +111,7 @@ export function scanPack(
       scan.stored[j] = 2;
     } else {
       scan.flevel[j] = z1 >> 6;
-      // BTYPE of the first deflate block: bits 1-2 of the first data byte; 00 = stored.
-      scan.stored[j] = scan.flevel[j] === 0 && z2 !== undefined && ((z2 >> 1) & 3) === 0 ? 1 : 0;
+      scan.stored[j] = firstBlockCode(scan.flevel[j]!, z2);
     }
     if (h.type === OBJ_OFS_DELTA) {
       const b = pack.positionOf(off - h.baseDistance);
