@@ -14,7 +14,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyRepo } from './copy-repo.mjs';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts.js');
+// The command as git runs it: the launcher (bin/git-repack-ts), which also fixes glibc's mmap threshold.
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [suite, repoArg, runsArg] = process.argv.slice(2);
 if (!suite || !repoArg) {
   console.error('usage: node bench/compare.mjs (read|rewrite) <repository> [runs]');
@@ -55,32 +56,32 @@ if (suite === 'read') {
       cmds: [
         ['git verify-pack', () => ({ argv: ['git', 'verify-pack', idx], cwd: gitDir })],
         ['git index-pack --verify', () => ({ argv: ['git', 'index-pack', '--verify', pack], cwd: gitDir })],
-        ['git repack-ts verify', () => ({ argv: [process.execPath, BIN, 'verify'], cwd: gitDir })],
+        ['git repack-ts verify', () => ({ argv: [BIN, 'verify'], cwd: gitDir })],
       ],
     },
     {
       name: 'census',
       cmds: [
         ['git cat-file --batch-all-objects --batch-check', () => ({ argv: ['git', 'cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk) %(deltabase)'], cwd: gitDir })],
-        ['git repack-ts inspect', () => ({ argv: [process.execPath, BIN, 'inspect', '--json'], cwd: gitDir })],
+        ['git repack-ts inspect', () => ({ argv: [BIN, 'inspect', '--json'], cwd: gitDir })],
       ],
     },
   ];
 } else if (suite === 'rewrite') {
   // A level-0 result to time the second run on.
   const second = copyRepo(gitDir);
-  execFileSync(process.execPath, [BIN, '-q', '--graph-compression=0', '--no-fsck'], { cwd: second, env });
+  execFileSync(BIN, ['-q', '--graph-compression=0', '--no-fsck'], { cwd: second, env });
   groups = [
     {
       name: 'rewrite',
       cmds: [
         ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
-        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
-        ['(second run) git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
+        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['(second run) git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
         // A second run that must still write the pack: only the tags change level, every other
         // entry is copied (a new loose object would not do it: it goes to its own pack when the
         // big pack is a promisor pack).
-        ['(second run, tags to level 9) git repack-ts --graph-compression=0 --tag-compression=9 --no-fsck', () => ({ argv: [process.execPath, BIN, '-q', '--graph-compression=0', '--tag-compression=9', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
+        ['(second run, tags to level 9) git repack-ts --graph-compression=0 --tag-compression=9 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--tag-compression=9', '--no-fsck'], cwd: copyRepo(second), cleanup: true })],
       ],
     },
   ];

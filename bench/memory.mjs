@@ -11,7 +11,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyRepo } from './copy-repo.mjs';
 
-const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts.js');
+// The command as git runs it: the launcher (bin/git-repack-ts), which also fixes glibc's mmap threshold.
+const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [repoArg, ...rest] = process.argv.slice(2);
 if (!repoArg) {
   console.error('usage: node bench/memory.mjs <repository> [repack-ts arguments...]');
@@ -42,7 +43,7 @@ function smaps(pid) {
   return out;
 }
 
-const child = spawn(process.execPath, [BIN, '--progress', ...args], { cwd: copy, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GIT_NO_LAZY_FETCH: '1' } });
+const child = spawn(BIN, ['--progress', ...args], { cwd: copy, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GIT_NO_LAZY_FETCH: '1' } });
 let phase = 'start';
 let errTail = '';
 child.stderr.on('data', (d) => {

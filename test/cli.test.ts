@@ -4,8 +4,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, fixtureGitDir, fixtureLinkedWorktree, fixturePath } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { fsckStrict, gitOk, objectSet } from './helpers/git.js';
-import { tool } from './helpers/tool.js';
+import { spawnSync } from 'node:child_process';
+import { fsckStrict, gitEnv, gitOk, objectSet } from './helpers/git.js';
+import { BIN, tool } from './helpers/tool.js';
 
 function inspectJson(args: string[], cwd: string, env?: Record<string, string | undefined>) {
   const r = tool([...args, 'inspect', '--json'], { cwd, env });
@@ -147,6 +148,84 @@ describe('repository discovery like git', () => {
       expect(r.stderr).toBe('fatal: not a git repository (or any of the parent directories): .git\n');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
+  const LAUNCHER = path.resolve(path.dirname(BIN), 'git-repack-ts');
+  /** A directory with `name` as a script that logs the MALLOC_MMAP_THRESHOLD_ it was given, then runs `then`. */
+  const fakeBin = (dir: string, name: string, then: string): string => {
+    const log = path.join(dir, `${name}.log`);
+    fs.writeFileSync(path.join(dir, name), `#!/bin/sh\necho "\${MALLOC_MMAP_THRESHOLD_-unset} \${GIT_REPACK_TS_MALLOC-unset} $*" >> '${log}'\n${then}\n`, { mode: 0o755 });
+    return log;
+  };
+  const run = (cmd: string, args: string[], cwd: string, env: Record<string, string | undefined>) => {
+    const r = spawnSync(cmd, args, { cwd, env: gitEnv(env), encoding: 'utf8' });
+    if (r.error) throw r.error;
+    return r;
+  };
+
+  it('runs the CLI through a symbolic link (as npm installs it), with its exit status and output', () => {
+    const repo = useFixtureCopy('basic');
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
+    try {
+      fs.symlinkSync(LAUNCHER, path.join(tmp, 'git-repack-ts'));
+      fs.writeFileSync(path.join(tmp, 'a file'), 'hello\n');
+      const ok = run(path.join(tmp, 'git-repack-ts'), ['hash-object', path.join(tmp, 'a file')], repo, {});
+      expect(ok.stderr).toBe('');
+      expect(ok.status).toBe(0);
+      expect(ok.stdout).toBe(gitOk(['hash-object', path.join(tmp, 'a file')], { cwd: repo }));
+      const bad = run(path.join(tmp, 'git-repack-ts'), ['--frobnicate'], repo, {});
+      expect(bad.status).toBe(129);
+      expect(bad.stderr).toMatch(/unknown option/);
+      // And as git runs it: `git repack-ts` finds it on PATH.
+      const viaGit = run('git', ['repack-ts', 'hash-object', path.join(tmp, 'a file')], repo, { PATH: `${tmp}:${process.env.PATH}` });
+      expect(viaGit.stdout).toBe(ok.stdout);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('fixes the mmap threshold for node only, keeps a threshold the user set, and passes arguments intact', () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
+    try {
+      const log = fakeBin(tmp, 'node', 'exit 3');
+      const env = { PATH: `${tmp}:${process.env.PATH}` };
+      const a = run(LAUNCHER, ['two words', '--x=1'], tmp, env);
+      expect(a.status).toBe(3);
+      const b = run(LAUNCHER, ['y'], tmp, { ...env, MALLOC_MMAP_THRESHOLD_: '65536' });
+      expect(b.status).toBe(3);
+      expect(fs.readFileSync(log, 'utf8')).toBe(`131072 set ${path.join(path.dirname(BIN), 'git-repack-ts.js')} two words --x=1\n65536 unset ${path.join(path.dirname(BIN), 'git-repack-ts.js')} y\n`);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('the git commands the tool runs get the environment the user gave', () => {
+    const repo = useFixtureCopy('basic');
+    const before = objectSet(repo);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
+    try {
+      const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+      const log = fakeBin(tmp, 'git', `exec '${realGit}' "$@"`);
+      const env = { PATH: `${tmp}:${process.env.PATH}` };
+      // A rewrite checked with git fsck: the launcher set the threshold, git never sees it.
+      const r = run(LAUNCHER, ['--graph-compression=0', '-q'], repo, env);
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const calls = fs.readFileSync(log, 'utf8').trim().split('\n');
+      expect(calls.some((l) => / fsck /.test(` ${l} `))).toBe(true);
+      for (const l of calls) expect(l).toMatch(/^unset unset /);
+      // A threshold the user set is theirs: git gets it too.
+      fs.rmSync(log);
+      const u = run(LAUNCHER, ['--graph-compression=-1', '-q'], repo, { ...env, MALLOC_MMAP_THRESHOLD_: '65536' });
+      expect(u.status).toBe(0);
+      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^65536 unset /);
+      expect(objectSet(repo)).toEqual(before);
+      expect(fsckStrict(repo).status).toBe(0);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
     }
   });
 });
