@@ -7,6 +7,8 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { spawnSync } from 'node:child_process';
 import { fsckStrict, gitEnv, gitOk, objectSet } from './helpers/git.js';
 import { BIN, tool } from './helpers/tool.js';
+import { Options, parseOptions } from '../src/cli/args.js';
+import { UsageError } from '../src/cli/io.js';
 
 function inspectJson(args: string[], cwd: string, env?: Record<string, string | undefined>) {
   const r = tool([...args, 'inspect', '--json'], { cwd, env });
@@ -227,5 +229,69 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
+  });
+});
+
+describe("the subcommands' option parser (git's conventions)", () => {
+  const specs = new Options()
+    .option('graph-compression', { type: 'string' })
+    .option('fsck', { type: 'string', negatable: true })
+    .option('svg', { type: 'string' })
+    .option('zstd', { type: 'string', optionalValue: true })
+    .option('keep-pack', { type: 'string', array: true })
+    .option('json', { type: 'boolean', default: false })
+    .option('dict', { type: 'boolean', default: true })
+    .option('quiet', { alias: 'q', type: 'boolean' })
+    .option('dry-run', { alias: 'n', type: 'boolean', default: false })
+    .option('output', { alias: 'o', type: 'string' }).specs;
+  const parse = (args: string[]) => parseOptions(args, 'usage: x\n', specs);
+  const refused = (args: string[]): string => {
+    try {
+      parse(args);
+    } catch (e) {
+      expect(e).toBeInstanceOf(UsageError);
+      return (e as UsageError).message;
+    }
+    throw new Error(`accepted ${JSON.stringify(args)}`);
+  };
+
+  it.each([
+    [[], { json: false, dict: true, 'dry-run': false, _: [], '--': [] }],
+    [['--graph-compression=0'], { 'graph-compression': '0' }],
+    [['--graph-compression', '-1'], { 'graph-compression': '-1' }], // a value is the next argument, whatever it looks like
+    [['--graph-compression=1', '--graph-compression=9'], { 'graph-compression': '9' }], // the last one wins
+    [['--keep-pack=a', '--keep-pack', 'b'], { 'keep-pack': ['a', 'b'] }],
+    [['--json', '--no-dict'], { json: true, dict: false }],
+    [['--json', '--no-json'], { json: false }],
+    [['--no-fsck'], { fsck: false }],
+    [['--fsck=connectivity'], { fsck: 'connectivity' }],
+    [['--zstd'], { zstd: '' }],
+    [['--zstd=5'], { zstd: '5' }],
+    [['--zstd', '5'], { zstd: '', _: ['5'] }], // an optional value only stuck, as in git
+    [['-qn'], { quiet: true, 'dry-run': true }],
+    [['-ofile'], { output: 'file' }],
+    [['-qo', 'file', 'pos'], { quiet: true, output: 'file', _: ['pos'] }],
+    [['a', '--', '--json', '-q'], { json: false, _: ['a'], '--': ['--json', '-q'] }],
+    [['-'], { _: ['-'] }],
+  ])('%j', (args, want) => {
+    expect(parse(args)).toMatchObject(want);
+  });
+
+  it.each([
+    [['--frobnicate'], "unknown option 'frobnicate'"],
+    [['--no-svg'], "unknown option 'no-svg'"], // a string option that cannot be turned off
+    [['--json=yes'], "option 'json' takes no value"],
+    [['--no-fsck=x'], "option 'no-fsck' takes no value"],
+    [['--svg'], "option 'svg' requires a value"],
+    [['-x'], "unknown switch 'x'"],
+    [['-qx'], "unknown switch 'x'"],
+    [['-o'], "switch 'o' requires a value"],
+    [['--json', '-h'], ''], // -h: the usage alone
+  ])('%j is refused: %s', (args, message) => {
+    expect(refused(args)).toBe(message);
+  });
+
+  it('-h after -- is an argument', () => {
+    expect(parse(['--', '-h'])['--']).toEqual(['-h']);
   });
 });

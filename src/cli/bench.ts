@@ -64,7 +64,7 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       .option('commands', { type: 'string' })
       .option('log-n', { type: 'string' })
       .option('min-time', { type: 'string' })
-      .option('reader', { type: 'string' })
+      .option('reader', { type: 'string', optionalValue: true })
       .option('reader-commits', { type: 'string' })
       .option('reader-rounds', { type: 'string' })
       .option('reader-cache-mib', { type: 'string' })

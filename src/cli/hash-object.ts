@@ -6,8 +6,9 @@ import { type Io, UsageError, reportError } from './io.js';
 import type { CliContext } from './main.js';
 
 /**
- * `git repack-ts hash-object`: argv parsed with git's parse-options semantics by a small parser of
- * its own (loading yargs alone costs more than hashing 64 MiB), then commands/hash-object.
+ * `git repack-ts hash-object`: argv parsed by a port of git's parse-options for this one table
+ * (abbreviations, `-stdin` typo checks and git's exact messages, which `git hash-object` users
+ * script against; the other subcommands use cli/args.ts), then commands/hash-object.
  */
 
 export const HASH_OBJECT_USAGE = `usage: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters]

@@ -1,10 +1,10 @@
-import type { Argv } from 'yargs';
+import type { Options } from './args.js';
 import { parseLevelFlag, type Level, type LevelFlags } from '../repack/levels.js';
 import type { FsckMode } from '../store/fsck.js';
 import { UsageError } from './io.js';
 
 /** The per-type level options shared by the rewrite and zstd-import. */
-export function withLevelOptions<T>(y: Argv<T>): Argv<T> {
+export function withLevelOptions<T>(y: Options<T>) {
   return y
     .option('graph-compression', { type: 'string' })
     .option('commit-compression', { type: 'string' })
@@ -12,15 +12,13 @@ export function withLevelOptions<T>(y: Argv<T>): Argv<T> {
     .option('blob-compression', { type: 'string' })
     .option('tag-compression', { type: 'string' })
     .option('compression', { type: 'string' })
-    .option('fsck', { type: 'string' }) as unknown as Argv<T>;
+    .option('fsck', { type: 'string', negatable: true });
 }
 
 function level(name: string, v: unknown, usage: string): Level | undefined {
   if (v === undefined) return undefined;
-  // repeated options: the last one wins, as in git
-  const last = Array.isArray(v) ? v[v.length - 1] : v;
   try {
-    return parseLevelFlag(name, String(last));
+    return parseLevelFlag(name, String(v));
   } catch (e) {
     throw new UsageError((e as Error).message, usage);
   }
@@ -37,7 +35,7 @@ export function levelFlagsFrom(o: Record<string, unknown>, usage: string): Level
   };
 }
 
-/** `--fsck=full|connectivity`, `--no-fsck` (yargs gives false), default full. */
+/** `--fsck=full|connectivity`, `--no-fsck` (false), default full. */
 export function fsckModeFrom(o: Record<string, unknown>, usage: string): FsckMode {
   const f = o.fsck;
   if (f === false) return 'none';

@@ -46,7 +46,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
       .option('dry-run', { alias: 'n', type: 'boolean', default: false })
       .option('json', { type: 'boolean', default: false })
       .option('keep-pack', { type: 'string', array: true })
-      .option('zstd', { type: 'string' })
+      .option('zstd', { type: 'string', optionalValue: true })
       .option('output', { alias: 'o', type: 'string' })
       .option('dict-size', { type: 'string' })
       .option('dict', { type: 'boolean', default: true })
@@ -58,7 +58,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
   const flags = levelFlagsFrom(o, REPACK_USAGE);
   const fsck = fsckModeFrom(o, REPACK_USAGE);
-  const keep = ((o['keep-pack'] ?? []) as unknown[]).map(String);
+  const keep = o['keep-pack'] ?? [];
   const { io } = ctx;
   if (o.zstd !== undefined) return runExport(o, flags, ctx);
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
