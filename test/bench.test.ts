@@ -220,6 +220,8 @@ describe('scenarios', () => {
     expect(parseScenario('auto:1024').autoRule).toEqual({ smallBytes: 1024, maxRatio: Infinity });
     expect(parseScenario('auto:768:0.8+fixed@commit')).toMatchObject({ autoRule: { smallBytes: 768, maxRatio: 0.8, fixed: true }, levels: { 1: 'auto', 2: -1 } });
     expect(parseScenario('auto+fixed').autoRule).toEqual({ ...DEFAULT_AUTO_RULE, fixed: true });
+    expect(parseScenario('auto:0:1').autoRule).toEqual({ smallBytes: 0, maxRatio: 1 });
+    expect(() => parseScenario('auto:0:1.001')).toThrow(/at most 1/);
     expect(() => parseScenario('auto:x')).toThrow(/unknown scenario/);
   });
 });
@@ -259,6 +261,12 @@ describe('the report against both', () => {
     const text = formatReport({ ...r, repository: 'x', gitVersion: '2', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, cold: { requested: false, available: false, reason: '' }, workDir: '', kept: false, seconds: 0 } as BenchResult);
     expect(text).toContain('auto: 50% of the size increase; of the speed-up: revs 80%, log 90%, log +cg 50%; walks 87% (met)');
     expect(text).toContain('auto:9: 20% of the size increase; of the speed-up: revs 90%, log 15%, log +cg 0%; walks 40% (not met)');
+    // Only walks with a commit-graph: the columns, but no verdict.
+    const cgOnly = { ...r, commands: r.commands.filter((c) => c.commitGraph) } as BenchResult;
+    expect(shareOfBoth(cgOnly)[0]!.walks).toBeNaN();
+    expect(formatReport({ ...cgOnly, repository: 'x', gitVersion: '2', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, cold: { requested: false, available: false, reason: '' }, workDir: '', kept: false, seconds: 0 } as BenchResult)).toContain(
+      'auto: 50% of the size increase; of the speed-up: log +cg 50%; walks – (not judged: no walk without a commit-graph timed)',
+    );
     // Without a both scenario there is nothing to hold anything against.
     expect(shareOfBoth(result([scen('none', 100, 2, 4, 4), scen('auto', 110, 1.2, 2.2, 3)]))).toEqual([]);
   });

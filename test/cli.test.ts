@@ -181,6 +181,11 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       const bad = run(path.join(tmp, 'git-repack-ts'), ['--frobnicate'], repo, {});
       expect(bad.status).toBe(129);
       expect(bad.stderr).toMatch(/unknown option/);
+      // A chain of relative links, and a directory name with a space.
+      fs.mkdirSync(path.join(tmp, 'a b', 'c'), { recursive: true });
+      fs.symlinkSync(path.join('..', '..', 'git-repack-ts'), path.join(tmp, 'a b', 'c', 'link2'));
+      fs.symlinkSync(path.join('c', 'link2'), path.join(tmp, 'a b', 'link1'));
+      expect(run(path.join(tmp, 'a b', 'link1'), ['hash-object', path.join(tmp, 'a file')], repo, {}).stdout).toBe(ok.stdout);
       // And as git runs it: `git repack-ts` finds it on PATH.
       const viaGit = run('git', ['repack-ts', 'hash-object', path.join(tmp, 'a file')], repo, { PATH: `${tmp}:${process.env.PATH}` });
       expect(viaGit.stdout).toBe(ok.stdout);

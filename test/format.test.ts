@@ -358,6 +358,11 @@ describe('config and levels', () => {
     expect(at(0)).toEqual([0, 1]);
     expect(at(FIXED_HUFFMAN)).toEqual([0, 3]); // zlib writes FLEVEL 0 for Z_FIXED
     expect(code(deflateSync(noise, { level: 6 }))).toEqual([2, 0]); // level 6 that stored a block
+    // Level 6 also starts this short text with fixed codes (BTYPE 01), but it is level 6's output:
+    // no code, so that `auto` still judges its ratio.
+    const six = deflateSync(text, { level: 6 });
+    expect((six[2]! >> 1) & 3).toBe(1);
+    expect(code(six)).toEqual([2, 0]);
     const matches = (target: number, z: [number, number]) => encodingMatches(target, z[0], z[1]);
     expect(matches(0, at(0))).toBe(true);
     expect(matches(0, at(1))).toBe(false);

@@ -41,6 +41,9 @@ export function parseScenario(name: string): Scenario {
   const m = /^auto(?::(\d+)(?::(\d*\.?\d+))?)?(\+fixed)?(?:@(commit|tree))?$/.exec(name);
   if (m) {
     const fixed = m[3] !== undefined;
+    // Above 1 the ratio clause could not be stable: a stored entry is longer than its data by a
+    // few bytes per 64 KiB only, so it would be judged compressible again on the next run.
+    if (m[2] !== undefined && Number(m[2]) > 1) throw new GitError('usage', `scenario '${name}': the ratio is a share of the size, at most 1`);
     const base = m[1] === undefined ? DEFAULT_AUTO_RULE : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
     const rule: AutoRule | undefined = m[1] === undefined && !fixed ? undefined : fixed ? { ...base, fixed } : { ...base };
     const only = m[4] as 'commit' | 'tree' | undefined;

@@ -26,8 +26,8 @@ export interface PackScan {
   /** For EXTERNAL_PARENT entries: the base id, keyed by idx position. */
   externalBase: Map<number, Buffer>;
   /**
-   * The entry's first deflate block: 0 dynamic Huffman codes, 1 stored (zlib level 0, flevel 0),
-   * 3 fixed Huffman codes (`FIXED_HUFFMAN`); 2 when the data is not a zlib stream (zstd pack).
+   * The entry's first deflate block (firstBlockCode): 1 stored and 3 fixed Huffman codes, both
+   * in a FLEVEL 0 stream; 0 anything else; 2 when the data is not a zlib stream (zstd pack).
    */
   stored: Uint8Array;
   /** zlib FLEVEL (0..3) from the stream header. */
@@ -37,11 +37,14 @@ export interface PackScan {
 /**
  * PackScan.stored's code for a zlib stream with header FLEVEL `flevel` whose deflate data starts
  * with byte `first`: BTYPE is its bits 1-2 (00 stored, 01 fixed Huffman codes, 10 dynamic).
+ * Only FLEVEL 0 streams get a code: what level 0 writes (stored), and what Z_FIXED or levels 0-1
+ * write (fixed codes). zlib at level 6 and up also starts short streams with fixed codes; those
+ * are ordinary deflate output (code 0), whose ratio the `auto` rule must still judge.
  */
 export function firstBlockCode(flevel: number, first: number | undefined): number {
-  const btype = first === undefined ? -1 : (first >> 1) & 3;
-  if (btype === 0) return flevel === 0 ? 1 : 0;
-  return btype === 1 ? 3 : 0;
+  if (flevel !== 0 || first === undefined) return 0;
+  const btype = (first >> 1) & 3;
+  return btype === 0 ? 1 : btype === 1 ? 3 : 0;
 }
 
 export interface ScanProblem {
