@@ -15,7 +15,7 @@ import { deflateAt } from '../src/repack/deflate.js';
 import { formatReport, shareOfBoth } from '../src/bench/report.js';
 import type { BenchResult } from '../src/commands/bench.js';
 import { encodingMatches, FIXED_HUFFMAN } from '../src/repack/levels.js';
-import { firstBlockCode } from '../src/store/pack-scan.js';
+import { firstBlockCode } from '../src/format/zlib-stored.js';
 import { storedZlibLength } from '../src/format/zlib-stored.js';
 import { OBJ_BLOB, OBJ_TREE } from '../src/format/object-type.js';
 import { Prng } from './helpers/prng.js';

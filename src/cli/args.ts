@@ -77,7 +77,7 @@ export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<s
       const eq = arg.indexOf('=');
       const key = arg.slice(2, eq < 0 ? undefined : eq);
       const stuck = eq < 0 ? undefined : arg.slice(eq + 1);
-      let spec = specs.get(key);
+      const spec = specs.get(key);
       if (spec === undefined && key.startsWith('no-')) {
         const name = key.slice(3);
         const neg = specs.get(name);

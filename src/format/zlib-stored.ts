@@ -9,6 +9,24 @@ export function storedZlibLength(n: number): number {
   return 2 + blocks * 5 + n + 4;
 }
 
+/** firstBlockCode's answer for a stored first block in a FLEVEL 0 stream (what level 0 writes). */
+export const BLOCK_STORED = 1;
+/** firstBlockCode's answer for a first block with fixed Huffman codes in a FLEVEL 0 stream. */
+export const BLOCK_FIXED = 3;
+
+/**
+ * The scan's code (PackScan.stored) for a zlib stream with header FLEVEL `flevel` whose deflate
+ * data starts with byte `first`: BTYPE is its bits 1-2 (00 stored, 01 fixed Huffman codes).
+ * Only FLEVEL 0 streams get a code: what level 0 writes (stored), and what Z_FIXED or levels 0-1
+ * write (fixed codes). zlib at level 6 and up also starts short streams with fixed codes; those
+ * are ordinary deflate output (code 0), whose ratio the `auto` rule must still judge.
+ */
+export function firstBlockCode(flevel: number, first: number | undefined): number {
+  if (flevel !== 0 || first === undefined) return 0;
+  const btype = (first >> 1) & 3;
+  return btype === 0 ? BLOCK_STORED : btype === 1 ? BLOCK_FIXED : 0;
+}
+
 /** zlib's `compressBound`: the most a zlib stream of `n` bytes can take at any level. */
 export function deflateBound(n: number): number {
   return n + Math.floor(n / 4096) + Math.floor(n / 16384) + Math.floor(n / 33554432) + 13;

@@ -1,4 +1,5 @@
-import { BLOCK_FIXED, BLOCK_STORED, FIXED_HUFFMAN } from './levels.js';
+import { BLOCK_FIXED, BLOCK_STORED } from '../format/zlib-stored.js';
+import { FIXED_HUFFMAN } from './levels.js';
 
 /**
  * The `auto` level: store an object uncompressed only where deflate buys little — small

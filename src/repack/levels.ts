@@ -1,6 +1,7 @@
 import { GitError } from '../errors.js';
 import type { GitConfig } from '../store/config.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
+import { BLOCK_FIXED, BLOCK_STORED } from '../format/zlib-stored.js';
 
 /**
  * A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; `auto` (see auto.ts); or `keep`:
@@ -68,11 +69,6 @@ export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
  * inflate decodes without building code tables first. Only `auto` chooses it (auto.ts).
  */
 export const FIXED_HUFFMAN = 10;
-
-/** The scan's code for a first deflate block with fixed Huffman codes (PackScan.stored). */
-export const BLOCK_FIXED = 3;
-/** The scan's code for a stored first deflate block (PackScan.stored). */
-export const BLOCK_STORED = 1;
 
 /** zlib's FLEVEL header class for a level (deflate.c: 0-1 → 0, 2-5 → 1, 6 → 2, 7-9 → 3). */
 export function flevelOf(level: number): number {

@@ -2,6 +2,7 @@ import { crc32 } from 'node:zlib';
 import { GitError } from '../errors.js';
 import { parseEntryHeader, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA } from '../format/object-type.js';
+import { firstBlockCode } from '../format/zlib-stored.js';
 import type { Pack } from './pack.js';
 
 /** Parent marks in `PackScan.parent`. */
@@ -32,19 +33,6 @@ export interface PackScan {
   stored: Uint8Array;
   /** zlib FLEVEL (0..3) from the stream header. */
   flevel: Uint8Array;
-}
-
-/**
- * PackScan.stored's code for a zlib stream with header FLEVEL `flevel` whose deflate data starts
- * with byte `first`: BTYPE is its bits 1-2 (00 stored, 01 fixed Huffman codes, 10 dynamic).
- * Only FLEVEL 0 streams get a code: what level 0 writes (stored), and what Z_FIXED or levels 0-1
- * write (fixed codes). zlib at level 6 and up also starts short streams with fixed codes; those
- * are ordinary deflate output (code 0), whose ratio the `auto` rule must still judge.
- */
-export function firstBlockCode(flevel: number, first: number | undefined): number {
-  if (flevel !== 0 || first === undefined) return 0;
-  const btype = (first >> 1) & 3;
-  return btype === 0 ? 1 : btype === 1 ? 3 : 0;
 }
 
 export interface ScanProblem {
