@@ -10,13 +10,10 @@ import { fsckStrict, gitOk, gitOkBuffer, objectSet, verifyPack } from './helpers
 import { makeCache } from '../src/bench/base-cache.js';
 import { parseScenario, parseScenarioList } from '../src/bench/scenarios.js';
 import { Critbit } from '../src/bench/lookup.js';
-import { autoLevel, autoMaxLength, currentAutoRule, DEFAULT_AUTO_RULE, withAutoRule } from '../src/repack/auto.js';
-import { deflateAt } from '../src/repack/deflate.js';
+import { DEFAULT_AUTO_RULE } from '../src/repack/encoding.js';
 import { formatReport, shareOfBoth } from '../src/bench/report.js';
 import type { BenchResult } from '../src/commands/bench.js';
-import { encodingMatches, FIXED_HUFFMAN } from '../src/repack/levels.js';
 import { firstBlockCode } from '../src/format/zlib-stored.js';
-import { storedZlibLength } from '../src/format/zlib-stored.js';
 import { OBJ_BLOB, OBJ_TREE } from '../src/format/object-type.js';
 import { Prng } from './helpers/prng.js';
 
@@ -276,12 +273,6 @@ describe('the report against both', () => {
 });
 
 describe('the auto rule', () => {
-  it('withAutoRule applies a rule for its duration only', () => {
-    const r = withAutoRule({ smallBytes: 10, maxRatio: 2 }, () => [autoLevel(5, undefined, -1), autoLevel(20, 19, -1)]);
-    expect(r).toEqual([0, -1]);
-    expect(currentAutoRule()).toEqual(DEFAULT_AUTO_RULE);
-  });
-
   it.each(['basic', 'multi-pack', 'big-blob'] as const)('a second `repack --graph-compression=auto` re-encodes nothing (%s)', (name) => {
     const repo = useFixtureCopy(name);
     const run = () => {
@@ -336,30 +327,6 @@ describe('the auto rule', () => {
     expect(fsckStrict(repo).status).toBe(0);
   });
 
-  it('is stable: what it stores stays stored and what it compresses stays compressed', () => {
-    // Objects of every size and compressibility, encoded as a first rewrite would, then decided again.
-    const rng = new Prng(6);
-    const u = (): number => rng.u32() / 2 ** 32;
-    for (let i = 0; i < 240; i++) {
-      const size = Math.floor(2 ** (u() * 14));
-      const random = u();
-      const data = Buffer.alloc(size);
-      for (let k = 0; k < size; k++) data[k] = u() < random ? Math.floor(u() * 256) : 97 + (k % 7);
-      // The first encoding's length: real levels, and made-up ones (a stream from another
-      // deflater, much shorter or longer than zlib's level 6 would make).
-      const six = deflateSync(data, { level: 6 }).length;
-      for (const original of [1, 6, 9, 0.3, 0.79, 1.2]) {
-        const packed = original >= 1 ? deflateSync(data, { level: original }).length : Math.round(original * size);
-        const first = autoLevel(size, packed, -1);
-        // As the rewrite writes it: copied at level 6, re-encoded (and stored when auto's length
-        // limit says so), or stored.
-        const storedNow = first === 0 || (original !== 6 && six > autoMaxLength(size));
-        const written = storedNow ? storedZlibLength(size) : original === 6 ? packed : six;
-        const final = storedNow ? 0 : first;
-        expect({ size, random, original, again: autoLevel(size, written, -1) }).toEqual({ size, random, original, again: final });
-      }
-    }
-  });
   it('auto+fixed: git reads the pack it writes (fsck --strict, index-pack gives the same .idx), fixed codes in it, a second run copies all', () => {
     const repo = useFixtureCopy('basic');
     const before = objectSet(repo);
@@ -404,31 +371,6 @@ describe('the auto rule', () => {
     }
   });
 
-  it('is stable with fixed codes: stored stays stored, fixed stays fixed, whatever the first encoding', () => {
-    const rule = { smallBytes: 512, maxRatio: 0.8, fixed: true };
-    const rng = new Prng(7);
-    const u = (): number => rng.u32() / 2 ** 32;
-    // What the scan sees of a stream: its length and its first block's code.
-    const seen = (z: Buffer): [number, number] => [z.length, firstBlockCode(z[1]! >> 6, z[2])];
-    const levels = new Set<number>();
-    for (let i = 0; i < 240; i++) {
-      const size = Math.floor(2 ** (u() * 14));
-      const random = u();
-      const data = Buffer.alloc(size);
-      for (let k = 0; k < size; k++) data[k] = u() < random ? Math.floor(u() * 256) : 97 + (k % 7);
-      for (const original of [0, 1, 6, 9, FIXED_HUFFMAN]) {
-        const [packed, block] = seen(deflateAt(data, original));
-        const first = autoLevel(size, packed, -1, rule, block);
-        levels.add(first);
-        const [len2, block2] = seen(deflateAt(data, first));
-        const again = autoLevel(size, len2, -1, rule, block2);
-        expect({ size, random, original, again }).toEqual({ size, random, original, again: first });
-        // And the entry written is one the next run copies as it is.
-        expect(encodingMatches(again, len2 === 0 ? 0 : deflateAt(data, first)[1]! >> 6, block2)).toBe(true);
-      }
-    }
-    expect([...levels].sort((a, b) => a - b)).toEqual([0, FIXED_HUFFMAN]);
-  });
 });
 
 describe('delta base cache variants', () => {

@@ -19,7 +19,8 @@ import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
 import { parseConfigInt, parseConfigList } from '../src/store/config.js';
 import { GitConfig } from '../src/store/config.js';
-import { encodingMatches, FIXED_HUFFMAN, resolveLevels } from '../src/repack/levels.js';
+import { FIXED_HUFFMAN, resolveLevels } from '../src/repack/levels.js';
+import { hasLevel, sameEncoding } from '../src/repack/encoding.js';
 import { deflateAt } from '../src/repack/deflate.js';
 import { fixturePath } from './fixtures/index.js';
 import { listPacks } from './helpers/git.js';
@@ -350,34 +351,49 @@ describe('config and levels', () => {
     expect([l[1], l[2], l[3], l[4]]).toEqual(want);
   });
 
-  it('an entry matches its target encoding only when a rewrite would not change it', () => {
-    // Real zlib streams, classified as the scan classifies them.
+  it('an entry has a level only when its stream is what that level writes (level 1 is not level 0)', () => {
+    // Real zlib streams (node's zlib), classified as the scan classifies them.
     const text = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A U Thor <a@example.com> 1112911993 -0700\n\n'.repeat(3));
     const noise = Buffer.concat(Array.from({ length: 10 }, (_, i) => crypto.createHash('sha256').update(String(i)).digest()));
-    const code = (z: Buffer): [number, number] => [z[1]! >> 6, firstBlockCode(z[1]! >> 6, z[2])];
-    const at = (level: number, data = text) => code(deflateAt(data, level));
-    expect(at(0)).toEqual([0, 1]);
-    expect(at(FIXED_HUFFMAN)).toEqual([0, 3]); // zlib writes FLEVEL 0 for Z_FIXED
-    expect(code(deflateSync(noise, { level: 6 }))).toEqual([2, 0]); // level 6 that stored a block
-    // Level 6 also starts this short text with fixed codes (BTYPE 01), but it is level 6's output:
-    // no code, so that `auto` still judges its ratio.
-    const six = deflateSync(text, { level: 6 });
-    expect((six[2]! >> 1) & 3).toBe(1);
-    expect(code(six)).toEqual([2, 0]);
-    const matches = (target: number, z: [number, number]) => encodingMatches(target, z[0], z[1]);
-    expect(matches(0, at(0))).toBe(true);
-    expect(matches(0, at(1))).toBe(false);
-    expect(matches(0, code(deflateSync(noise, { level: 6 })))).toBe(false);
-    expect(matches(-1, at(6))).toBe(true);
-    expect(matches(6, code(deflateSync(noise, { level: 6 })))).toBe(true);
-    expect(matches(9, at(6))).toBe(false);
-    expect(matches(1, at(0))).toBe(true);
-    expect(matches(FIXED_HUFFMAN, at(FIXED_HUFFMAN))).toBe(true);
-    expect(matches(FIXED_HUFFMAN, at(6))).toBe(false);
-    // Level 1 chose fixed codes itself for this short text: already what FIXED_HUFFMAN would write.
-    expect(at(1)).toEqual([0, 3]);
-    expect(matches(FIXED_HUFFMAN, at(1))).toBe(true);
-    expect(matches(FIXED_HUFFMAN, at(0))).toBe(false);
+    const seen = (z: Buffer, data: Buffer) => ({ flevel: z[1]! >> 6, block: firstBlockCode(z[1]! >> 6, z[2], z.length, data.length), dataLen: z.length, size: data.length });
+    const zlib = (level: number, data = text): Buffer => (level === FIXED_HUFFMAN ? deflateSync(data, { level: 6, strategy: 1 + 3 }) : deflateSync(data, { level }));
+    const has = (target: number, level: number, data = text) => hasLevel(target, seen(zlib(level, data), data));
+    expect(seen(zlib(0), text).block).toBe(1); // stored
+    expect(seen(zlib(FIXED_HUFFMAN), text)).toMatchObject({ flevel: 0, block: 3 }); // zlib writes FLEVEL 0 for Z_FIXED
+    expect(has(0, 0)).toBe(true);
+    expect(has(0, 1)).toBe(false);
+    expect(has(0, 6, noise)).toBe(false); // level 6 that stored a block: FLEVEL 2
+    expect(has(-1, 6)).toBe(true);
+    expect(has(6, 6, noise)).toBe(true);
+    expect(has(9, 6)).toBe(false);
+    // The bug of issue 14: a stored stream is never taken for level 1's output, which shares its FLEVEL.
+    expect(has(1, 0)).toBe(false);
+    expect(has(1, 0, noise)).toBe(false);
+    expect(has(1, 1)).toBe(true);
+    expect(has(FIXED_HUFFMAN, FIXED_HUFFMAN)).toBe(true);
+    expect(has(FIXED_HUFFMAN, 6)).toBe(false);
+    expect(has(FIXED_HUFFMAN, 0)).toBe(false);
+    // A FLEVEL 0 stream whose first block is stored but which compresses the rest is not level 0.
+    const mixed = Buffer.concat([crypto.randomBytes(70000), Buffer.alloc(70000, 97)]);
+    const one = zlib(1, mixed);
+    expect((one[2]! >> 1) & 3).toBe(0);
+    expect(has(0, 1, mixed)).toBe(false);
     expect(inflateSync(deflateAt(text, FIXED_HUFFMAN)).equals(text)).toBe(true);
+  });
+
+  it('a re-encoded stream keeps the old one only when zlib gives the same encoding', () => {
+    const text = Buffer.from('x'.repeat(3000) + 'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n'.repeat(40));
+    const noise = crypto.randomBytes(5000);
+    const z = (level: number, data: Buffer) => deflateSync(data, { level });
+    // Deflate at 1 of incompressible data stores it: a level-0 entry already is what level 1 gives.
+    expect(sameEncoding(z(0, noise), z(1, noise), noise.length)).toBe(true);
+    expect(sameEncoding(z(0, text), z(1, text), text.length)).toBe(false);
+    expect(sameEncoding(z(6, text), z(6, text), text.length)).toBe(true);
+    expect(sameEncoding(z(9, text), z(6, text), text.length)).toBe(false);
+    // Stored by level 6 (FLEVEL 2) is not level 0's stored stream.
+    expect(sameEncoding(z(6, noise), z(0, noise), noise.length)).toBe(false);
+    // Level 1's stored start followed by compressed blocks is not a stored stream.
+    const mixed = Buffer.concat([crypto.randomBytes(70000), Buffer.alloc(70000, 97)]);
+    expect(sameEncoding(z(1, mixed), z(0, mixed), mixed.length)).toBe(false);
   });
 });

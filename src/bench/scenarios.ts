@@ -1,5 +1,5 @@
 import { GitError } from '../errors.js';
-import { DEFAULT_AUTO_RULE, type AutoRule } from '../repack/auto.js';
+import { DEFAULT_AUTO_RULE, type AutoRule } from '../repack/encoding.js';
 import type { Levels } from '../repack/levels.js';
 
 /**

@@ -95,7 +95,7 @@ function summary(r: RepackResult): string {
     lines.push(head);
     lines.push(`  copied ${s.copied}, re-encoded ${reTotal} (commits ${re.commit}, trees ${re.tree}, blobs ${re.blob}, tags ${re.tag}), written whole ${s.whole}, from loose ${s.loose}`);
     if (s.duplicatesDropped || s.excluded) lines.push(`  duplicates dropped ${s.duplicatesDropped}, left in kept packs ${s.excluded}`);
-    const size = `${s.bytesOut}${s.sizeExact ? '' : ' (estimated)'} bytes${pct(s.bytesOut, s.bytesIn)}`;
+    const size = `${s.bytesOut} bytes${pct(s.bytesOut, s.bytesIn)}`;
     if (r.dryRun) lines.push(`  would write ${size}`);
     else if (p.unchanged) lines.push(`  ${p.newPack ?? 'pack'} unchanged (${size})`);
     else lines.push(`  wrote ${p.newPack}.pack, ${size}`);

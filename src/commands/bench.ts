@@ -7,7 +7,7 @@ import { coldSupport, evict, probeColdRead } from '../bench/cold.js';
 import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit, spread, timeGit, warmFiles, type RunTime } from '../bench/timing.js';
 import type { Scenario } from '../bench/scenarios.js';
 import { runReaderExperiments, type ReaderExperimentName, type ReaderResults } from '../bench/reader.js';
-import { withAutoRuleAsync } from '../repack/auto.js';
+
 import type { Level } from '../repack/levels.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks } from '../store/packdir.js';
@@ -211,12 +211,12 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
       const copy = makePrivateCopy(repo, join(workDir, sc.name.replace(/[^a-z0-9.-]/gi, '_')));
       const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env });
       const run = (dryRun: boolean): Promise<RepackResult> =>
-        repack(copyRepo, { levels: sc.levels, autoFallback: -1, dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
-      const r = sc.autoRule ? await withAutoRuleAsync(sc.autoRule, () => run(false)) : await run(false);
+        repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
+      const r = await run(false);
       let rerun: number | undefined;
       if (Object.values(sc.levels).includes('auto')) {
         // The rule must be stable: the same settings again re-encode nothing.
-        const again = sc.autoRule ? await withAutoRuleAsync(sc.autoRule, () => run(true)) : await run(true);
+        const again = await run(true);
         rerun = again.partitions.reduce((a, p) => a + p.stats.reencoded.commit + p.stats.reencoded.tree + p.stats.reencoded.blob + p.stats.reencoded.tag, 0);
       }
       runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { HashAlgo } from '../hash/algo.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeName } from '../format/object-type.js';
-import { storedZlibLength } from '../format/zlib-stored.js';
+import { BLOCK_STORED, storedZlibLength } from '../format/zlib-stored.js';
 import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
 import { resolveChains } from '../store/chain.js';
@@ -90,7 +90,7 @@ export function censusOfPack(pack: Pack): PackCensus {
     c.depthHistogram[d] = (c.depthHistogram[d] ?? 0) + 1;
     c.packedBytes += entryLen;
     c.inflatedBytes += scan.size[j]!;
-    if (scan.stored[j] === 1) c.stored++;
+    if (scan.block[j] === BLOCK_STORED) c.stored++;
     c.zlibLevels[scan.flevel[j]!]!++;
     c.packedBytesAtLevel0 += entryLen - dataLen + storedZlibLength(scan.size[j]!);
   }

@@ -12,6 +12,7 @@ import { fault, fsyncDir, renameInto, tmpPath, unlinkIfExists, writeFileDurable 
 import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
+import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
@@ -20,6 +21,8 @@ export interface RepackOptions {
   levels: Levels;
   /** The level `auto` compresses at (pack.compression, core.compression or -1). */
   autoFallback?: number | undefined;
+  /** The `auto` rule, when a benchmark tries another than DEFAULT_AUTO_RULE. */
+  autoRule?: AutoRule | undefined;
   dryRun: boolean;
   fsck: FsckMode;
   /** Packs to leave alone besides those with a `.keep` (names with or without `.pack`). */
@@ -322,7 +325,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         unchanged,
       } = await rewritePartition(
         { kind, packs: sources.map((p) => opened.get(p.base)!), loose, looseDir: repo.objectsDir },
-        { algo, levels: opts.levels, autoFallback: opts.autoFallback, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress, signal: opts.signal, skipIfUnchanged },
+        { algo, levels: opts.levels, autoFallback: opts.autoFallback, autoRule: opts.autoRule, odb, excluded, dryRun: opts.dryRun, tmp, writeRev, onProgress, signal: opts.signal, skipIfUnchanged },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
       result.partitions.push(pr);

@@ -9,22 +9,29 @@ export function storedZlibLength(n: number): number {
   return 2 + blocks * 5 + n + 4;
 }
 
-/** firstBlockCode's answer for a stored first block in a FLEVEL 0 stream (what level 0 writes). */
+/** Block codes (PackScan.block): what the scan saw of an entry's zlib stream. Anything else: */
+export const BLOCK_OTHER = 0;
+/** A stream of stored blocks only, in FLEVEL 0 (what level 0 writes). */
 export const BLOCK_STORED = 1;
-/** firstBlockCode's answer for a first block with fixed Huffman codes in a FLEVEL 0 stream. */
+/** Not a zlib stream (a zstd pack's entry). */
+export const BLOCK_NOT_ZLIB = 2;
+/** A first block with fixed Huffman codes in a FLEVEL 0 stream (what Z_FIXED writes). */
 export const BLOCK_FIXED = 3;
 
 /**
- * The scan's code (PackScan.stored) for a zlib stream with header FLEVEL `flevel` whose deflate
- * data starts with byte `first`: BTYPE is its bits 1-2 (00 stored, 01 fixed Huffman codes).
- * Only FLEVEL 0 streams get a code: what level 0 writes (stored), and what Z_FIXED or levels 0-1
- * write (fixed codes). zlib at level 6 and up also starts short streams with fixed codes; those
- * are ordinary deflate output (code 0), whose ratio the `auto` rule must still judge.
+ * The block code of a zlib stream with header FLEVEL `flevel` whose deflate data starts with
+ * byte `first` (BTYPE is its bits 1-2: 00 stored, 01 fixed Huffman codes), `dataLen` bytes long,
+ * inflating to `size` bytes. Only FLEVEL 0 streams get a code: stored when the whole stream is
+ * stored blocks (no shorter than `size` in stored blocks: a level-1 stream may start with a
+ * stored block and compress the rest), fixed codes. zlib at level 6 and up also starts short
+ * streams with fixed codes, and stores blocks it cannot shrink; those are that level's ordinary
+ * output (BLOCK_OTHER).
  */
-export function firstBlockCode(flevel: number, first: number | undefined): number {
-  if (flevel !== 0 || first === undefined) return 0;
+export function firstBlockCode(flevel: number, first: number | undefined, dataLen = Infinity, size = 0): number {
+  if (flevel !== 0 || first === undefined) return BLOCK_OTHER;
   const btype = (first >> 1) & 3;
-  return btype === 0 ? BLOCK_STORED : btype === 1 ? BLOCK_FIXED : 0;
+  if (btype === 0) return dataLen >= storedZlibLength(size) ? BLOCK_STORED : BLOCK_OTHER;
+  return btype === 1 ? BLOCK_FIXED : BLOCK_OTHER;
 }
 
 /** zlib's `compressBound`: the most a zlib stream of `n` bytes can take at any level. */

@@ -5,11 +5,14 @@ import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/z
 import { deflateAt } from './deflate.js';
 import { GitError } from '../errors.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
+import { sameEncoding } from './encoding.js';
 
 /** Entry modes in a batch. */
 export const COPY_CRC = 1;
 export const COPY_INFLATE = 2;
 export const REENCODE = 3;
+/** A dry run's copy: counted by the main thread, not read. */
+export const SKIP = 4;
 
 /**
  * A run of consecutive output entries whose source bytes sit in one buffer. It is the unit of
@@ -98,6 +101,8 @@ export interface BatchResult {
    * header from it and keeps no table of sizes while writing).
    */
   size: Float64Array;
+  /** 1 for a REENCODE entry whose new stream has the encoding its old one had: the old one is written. */
+  kept: Uint8Array;
   error?: { file: string; offset: number; message: string; code: string };
 }
 
@@ -123,6 +128,7 @@ export function runBatch(job: BatchJob): BatchResult {
   const outStart = new Uint32Array(job.n);
   const outLen = new Uint32Array(job.n);
   const sizes = new Float64Array(job.n);
+  const kept = new Uint8Array(job.n);
   // Level-0 entries are written straight into the result, which grows as needed once each
   // entry's inflate has proved its size (a declared size is never trusted for an allocation);
   // other levels are collected and appended after them.
@@ -131,7 +137,7 @@ export function runBatch(job: BatchJob): BatchResult {
   const others: { i: number; data: Buffer }[] = [];
   for (let i = 0; i < job.n; i++) {
     const mode = job.mode[i]!;
-    if (mode === 0) continue; // an object the main thread writes itself (loose, or whole)
+    if (mode === 0 || mode === SKIP) continue; // the main thread writes these itself (loose, whole) or counts them
     const rs = job.rawStart[i]!;
     const hl = job.headerLen[i]!;
     const raw = src.subarray(rs, rs + job.rawLen[i]!);
@@ -167,9 +173,10 @@ export function runBatch(job: BatchJob): BatchResult {
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
         const again = level === 0 ? undefined : deflateAt(plain, level);
+        const fromZlib = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB;
         if (again === undefined || again.length > (job.maxLen?.[i] ?? Infinity)) {
           // From a zlib source, the Adler-32 of the bytes is its trailer, which zlib has checked.
-          const adler = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB ? data.readUInt32BE(data.length - 4) : undefined;
+          const adler = fromZlib ? data.readUInt32BE(data.length - 4) : undefined;
           const need = storedAt + storedZlibLength(plain.length);
           if (need > out.length) {
             const grown = Buffer.from(new ArrayBuffer(Math.max(need, out.length * 2)));
@@ -178,11 +185,20 @@ export function runBatch(job: BatchJob): BatchResult {
           }
           const n = writeStoredZlib(plain, out, storedAt, adler);
           if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain, adler)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          // The old stream (which zlib has just inflated and checked) stays when it is as stored.
+          if (fromZlib && sameEncoding(data, out.subarray(storedAt, storedAt + n), plain.length)) {
+            kept[i] = 1;
+            continue;
+          }
           outStart[i] = storedAt;
           outLen[i] = n;
           storedAt += n;
         } else {
           if (!inflateSync(again).equals(plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          if (fromZlib && sameEncoding(data, again, plain.length)) {
+            kept[i] = 1;
+            continue;
+          }
           others.push({ i, data: again });
         }
       }
@@ -206,7 +222,7 @@ export function runBatch(job: BatchJob): BatchResult {
     }
     out = grown;
   }
-  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen, size: sizes };
+  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen, size: sizes, kept };
 }
 
 /**
@@ -237,5 +253,5 @@ function fail(job: BatchJob, i: number, message: string, code: string): BatchRes
 
 function failAt(file: string, offset: number, message: string, code: string): BatchResult {
   const empty = new Uint32Array(0);
-  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, size: new Float64Array(0), error: { file, offset, message, code } };
+  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, size: new Float64Array(0), kept: new Uint8Array(0), error: { file, offset, message, code } };
 }

@@ -1,10 +1,9 @@
 import { GitError } from '../errors.js';
 import type { GitConfig } from '../store/config.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
-import { BLOCK_FIXED, BLOCK_STORED } from '../format/zlib-stored.js';
 
 /**
- * A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; `auto` (see auto.ts); or `keep`:
+ * A zlib level as git takes it: -1 (zlib's default, 6) or 0..9; `auto` (see encoding.ts); or `keep`:
  * entries stay as they are, whatever their level (what a type gets when no flag or config key
  * sets one: a rewrite changes only what was asked for, like `git repack` reusing entries).
  */
@@ -66,7 +65,7 @@ export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
 
 /**
  * An encoding, not a level a user gives: zlib level 6 with fixed Huffman codes (`Z_FIXED`), which
- * inflate decodes without building code tables first. Only `auto` chooses it (auto.ts).
+ * inflate decodes without building code tables first. Only `auto` chooses it (encoding.ts).
  */
 export const FIXED_HUFFMAN = 10;
 
@@ -78,18 +77,6 @@ export function flevelOf(level: number): number {
   if (l < 6) return 1;
   if (l === 6) return 2;
   return 3;
-}
-
-/**
- * Whether an entry already has the target encoding, judged from its zlib header and first
- * block (`block`: PackScan.stored's code): level 0 means FLEVEL 0 and a stored block;
- * FIXED_HUFFMAN means FLEVEL 0 (what zlib writes for Z_FIXED) and fixed codes; other levels mean the same FLEVEL class.
- * A second run with the same levels therefore re-encodes nothing.
- */
-export function encodingMatches(level: number, flevel: number, block: number): boolean {
-  if (level === 0) return flevel === 0 && block === BLOCK_STORED;
-  if (level === FIXED_HUFFMAN) return flevel === 0 && block === BLOCK_FIXED;
-  return flevel === flevelOf(level);
 }
 
 /**

@@ -8,23 +8,21 @@ import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-t
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { writeChunksDurable, writeFileDurable } from '../store/files.js';
 import { PackFileWriter, ThreadedPackWriter, type PackSink } from '../format/pack-writer.js';
-import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
+import { BLOCK_NOT_ZLIB, deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
 import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
-import { autoLevel, autoMaxLength } from './auto.js';
+import { autoDirect, autoEncoding, DEFAULT_AUTO_RULE, hasLevel, type AutoRule, type EntryEncoding } from './encoding.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
-import { COPY_CRC, COPY_INFLATE, REENCODE, type BatchJob, type BatchResult } from './batch.js';
+import { COPY_CRC, COPY_INFLATE, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
-import { encodingMatches, FIXED_HUFFMAN, type Levels } from './levels.js';
+import type { Levels } from './levels.js';
 
-/** levelOf's answer for a type at `keep`. */
-const KEEP = -100;
 /** srcPack value of a loose object. */
 const LOOSE16 = 0xffff;
 /** The same when there are fewer than 255 packs (the number then fits in a byte). */
@@ -73,8 +71,6 @@ export interface RewriteStats {
   excluded: number;
   bytesIn: number;
   bytesOut: number;
-  /** False when a dry run had to estimate the size of entries re-encoded at a non-zero level. */
-  sizeExact: boolean;
 }
 
 export interface WrittenPack {
@@ -110,8 +106,10 @@ export interface RewriteOptions {
   zpack?: ZpackOutput | undefined;
   algo: HashAlgo;
   levels: Levels;
-  /** Level of entries that `auto` decides to compress. */
+  /** Level of entries that `auto` decides to compress, and of what `keep` must compress anew. */
   autoFallback?: number | undefined;
+  /** The `auto` rule (DEFAULT_AUTO_RULE unless a benchmark tries another). */
+  autoRule?: AutoRule | undefined;
   /** Reads objects from any pack or loose file (for deltas whose base is not in the output). */
   odb: ObjectDatabase;
   /** Objects that stay elsewhere (kept or cruft packs): not packed again. */
@@ -133,9 +131,13 @@ function emptyCounts(): TypeCounts {
   return { commit: 0, tree: 0, blob: 0, tag: 0 };
 }
 
-function bump(c: TypeCounts, type: number): void {
+function bump(c: TypeCounts, type: number, by = 1): void {
   const n = typeName(type);
-  if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n]++;
+  if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n] += by;
+}
+
+function unbump(c: TypeCounts, type: number): void {
+  bump(c, type, -1);
 }
 
 
@@ -170,11 +172,11 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     );
   }
   // What the writing needs of each source entry besides its size, in 16 bits instead of four
-  // bytes: type (3 bits), stored (2), FLEVEL (2), header length (9).
+  // bytes: type (3 bits), block code (2), FLEVEL (2), header length (9).
   const info = scans.map((sc) => {
     const a = new Uint16Array(sc.type.length);
-    for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.stored[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
-    releaseNow(sc.type, sc.stored, sc.flevel, sc.headerLen);
+    for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.block[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
+    releaseNow(sc.type, sc.block, sc.flevel, sc.headerLen);
     return a;
   });
   const typeOf = (pi: number, j: number): number => info[pi]![j]! & 7;
@@ -332,7 +334,6 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
     excluded,
     bytesIn: 0,
     bytesOut: 0,
-    sizeExact: true,
   };
   for (const p of packs) stats.bytesIn += p.size;
   // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each entry
@@ -347,40 +348,38 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   const header = zout === undefined ? undefined : encodeZpackHeader({ count: n, algo, promisor: zout.promisor, level: zout.level, dicts: zout.dicts, refs: zout.refs });
   if (packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
   const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  // `auto` decides per entry from its inflated size and current compressed length; the
-  // fallback is what the other settings would give (pack.compression, core.compression, -1).
-  // `keep` gives KEEP: the entry is copied as it is when it can be, else compressed at the fallback.
+  // Each entry's encoding comes from the rule (encoding.ts): from the target and the object,
+  // whatever the entry's stream is today. `keep` copies what it can and compresses the rest at
+  // the fallback level (pack.compression, core.compression, -1), as `auto` does.
   const usesAuto = Object.values(levels).includes('auto');
-  const levelOf = (t: number, size: number, packedLen: number | undefined, block = 0): number => {
-    const l = levels[t as 1 | 2 | 3 | 4];
-    return l === 'auto' ? autoLevel(size, packedLen, opts.autoFallback ?? -1, undefined, block) : l === 'keep' ? KEEP : l;
-  };
-  /** Whether `auto` compressed this entry at its fallback level: then a stream too long for its ratio is stored instead. */
-  const settlesByLength = (t: number, level: number): boolean => levels[t as 1 | 2 | 3 | 4] === 'auto' && level !== 0 && level !== FIXED_HUFFMAN && zout === undefined;
+  const rule = opts.autoRule ?? DEFAULT_AUTO_RULE;
+  const fallback = opts.autoFallback ?? -1;
   const isDirect = (s: number): boolean => srcPack[s] === LOOSE || base[s] === WHOLE;
-  /** What happens to a pack entry: its type, level and whether its encoding already matches. */
-  const classify = (s: number): { type: number; level: number; matches: boolean } => {
-    const pack = packs[srcPack[s]!]!;
-    const scan = scans[srcPack[s]!]!;
+  /** What happens to a pack entry: its type and its encoding. */
+  const classify = (s: number): { type: number } & EntryEncoding => {
+    const pi = srcPack[s]!;
     const j = srcIdx[s]!;
-    const inf = info[srcPack[s]!]![j]!;
-    const stored = (inf >> 3) & 3;
-    const off = pack.idx.offsets[j]!;
+    const inf = info[pi]![j]!;
     const b = base[s]!;
-    const type = b >= 0 ? outType[b]! : typeOf(srcPack[s]!, j);
-    if (!isBaseType(type)) throw corrupt('bad-pack', pack.packPath, off, 'delta chain does not end in an object');
+    const type = b >= 0 ? outType[b]! : typeOf(pi, j);
+    if (!isBaseType(type)) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'delta chain does not end in an object');
     outType[s] = type;
-    let level = levelOf(type, usesAuto ? scan.size[j]! : 0, stored === 2 ? undefined : entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j), stored);
-    const keep = level === KEEP;
-    if (keep) level = opts.autoFallback ?? -1;
-    // A zstd pack written, or read (stored === 2: no zlib stream), never copies its data as is.
-    const matches = zout === undefined && stored !== 2 && (keep || encodingMatches(level, (inf >> 5) & 3, stored));
-    return { type, level, matches };
+    const l = levels[type as 1 | 2 | 3 | 4];
+    const block = (inf >> 3) & 3;
+    const stream = { flevel: (inf >> 5) & 3, block, dataLen: entryLen[pi]![j]! - headerLenOf(pi, j), size: l === 'auto' ? scans[pi]!.size[j]! : 0 };
+    const enc: EntryEncoding =
+      l === 'auto' ? autoEncoding(rule, fallback, stream) : l === 'keep' ? { level: fallback, copy: block !== BLOCK_NOT_ZLIB, maxLen: Infinity } : { level: l, copy: hasLevel(l, stream), maxLen: Infinity };
+    // A zstd pack written never copies its data as it is, and has no length rule.
+    if (zout !== undefined) {
+      enc.copy = false;
+      enc.maxLen = Infinity;
+    }
+    return { type, ...enc };
   };
   /** The same, counted in the stats. */
-  const decide = (s: number): { type: number; level: number; matches: boolean } => {
+  const decide = (s: number): { type: number } & EntryEncoding => {
     const d = classify(s);
-    if (d.matches) stats.copied++;
+    if (d.copy) stats.copied++;
     else bump(stats.reencoded, d.type);
     return d;
   };
@@ -401,8 +400,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const j = srcIdx[s]!;
       if (pack.idx.offsets[j] !== off) return false;
       const b = base[s]!;
-      const { type, matches } = classify(s);
-      if (!matches) return false;
+      const { type, copy } = classify(s);
+      if (!copy) return false;
       const end = entryEnd(0, j);
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
@@ -419,15 +418,16 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // While writing, each entry's size comes from its header as the re-encoding thread reads it:
   // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size.
   if (!opts.dryRun && !usesAuto) for (const sc of scans) releaseNow(sc.size);
-  const pool = opts.dryRun ? undefined : new BatchPool(BatchPool.threadsFor(n));
+  // A dry run goes the same way, with nothing written: its size is the pack's, to the byte.
+  const pool = new BatchPool(BatchPool.threadsFor(n));
   let writer: PackSink | undefined;
   let zwriter: PackFileWriter | undefined;
   try {
-    if (pool === undefined) writer = undefined;
+    if (opts.dryRun) writer = undefined;
     else if (zout !== undefined || pool.threads === 0) writer = zwriter = new PackFileWriter(opts.tmp.pack, algo, n, outCrc, header);
     else writer = new ThreadedPackWriter(opts.tmp.pack, algo, n, { offsets: outOffset, order: outOrder, crcs: outCrc });
   } catch (e) {
-    await pool?.close();
+    await pool.close();
     throw e;
   }
   let offset = writer?.offset ?? 12;
@@ -464,8 +464,8 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       stats.whole++;
     }
     outType[s] = obj.type;
-    let level = levelOf(obj.type, obj.data.length, undefined);
-    if (level === KEEP) level = opts.autoFallback ?? -1;
+    const l = levels[obj.type as 1 | 2 | 3 | 4];
+    const enc = l === 'auto' ? autoDirect(rule, fallback, obj.data.length) : { level: l === 'keep' ? fallback : l, maxLen: Infinity };
     let data: Buffer | number;
     if (zout !== undefined) {
       mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
@@ -473,40 +473,16 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : mainZstd.compress(obj.data, zout.level, dict);
       data = frame.length < obj.data.length ? frame : obj.data;
     } else {
-      data = opts.dryRun && level === 0 ? storedZlibLength(obj.data.length) : deflateAt(obj.data, level);
-      if (typeof data !== 'number' && settlesByLength(obj.type, level) && data.length > autoMaxLength(obj.data.length)) {
-        data = opts.dryRun ? storedZlibLength(obj.data.length) : deflateAt(obj.data, 0);
-      }
+      const stored = (): Buffer | number => (opts.dryRun ? storedZlibLength(obj.data.length) : deflateAt(obj.data, 0));
+      data = enc.level === 0 ? stored() : deflateAt(obj.data, enc.level);
+      if (typeof data !== 'number' && data.length > enc.maxLen) data = stored();
     }
     return { type: obj.type, size: obj.data.length, data };
   };
 
 
-  if (opts.dryRun) {
-    for (let k = 0; k < n; k++) {
-      const s = outOrder[k]!;
-      if (isDirect(s)) {
-        const d = direct(s);
-        emit(s, d.type, d.size, -1, d.data);
-        continue;
-      }
-      const { type, level, matches } = decide(s);
-      const scan = scans[srcPack[s]!]!;
-      const j = srcIdx[s]!;
-      let dataLen = entryLen[srcPack[s]!]![j]! - headerLenOf(srcPack[s]!, j);
-      if (!matches) {
-        if (level === 0) dataLen = storedZlibLength(scan.size[j]!);
-        else stats.sizeExact = false;
-      }
-      emit(s, type, scan.size[j]!, base[s]!, dataLen);
-    }
-    stats.bytesOut = offset + len;
-    return { stats, written: undefined };
-  }
-
   // Batches of consecutive output entries: their source bytes are read in as few spans as
   // possible, checked and re-encoded on worker threads (or inline), then written in order.
-  if (pool === undefined) throw new Error('no thread pool for a rewrite that writes');
   if (zsrc.length > 0 || zout !== undefined) pool.setDicts(zsrc[0]?.zstdDicts.dicts, zout?.dicts.map((d) => d.data));
   const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
   const pipelineDepth = Math.max(2, pool.threads + 2);
@@ -580,18 +556,22 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const j = srcIdx[s]!;
       const off = pack.idx.offsets[j]!;
       const end = entryEnd(pi, j);
-      const { level, matches } = decide(s);
+      const { level, copy, maxLen } = decide(s);
       const hasCrc = pack.idx.hasCrcs;
-      job.mode[i] = matches ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      job.rawLen[i] = end - off;
+      job.headerLen[i] = headerLenOf(pi, j);
+      if (copy && opts.dryRun) {
+        job.mode[i] = SKIP; // counted, not read
+        continue;
+      }
+      job.mode[i] = copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
-      if (!matches && job.maxLen !== undefined && settlesByLength(outType[s]!, level)) job.maxLen[i] = autoMaxLength(scans[pi]!.size[j]!);
+      if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
       if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(typeOf(pi, j)))] ?? NO_DICT;
       if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
-      job.rawLen[i] = end - off;
-      job.headerLen[i] = headerLenOf(pi, j);
       job.fileIndex[i] = pi;
       job.offset[i] = off;
       if (spanPack === pack && off === spanEnd) spanEnd = end;
@@ -633,8 +613,18 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
           emit(s, d.type, d.size, -1, d.data);
           continue;
         }
+        const mode = b.modes[i]!;
+        if (mode === SKIP) {
+          emit(s, outType[s]!, scans[srcPack[s]!]!.size[srcIdx[s]!]!, base[s]!, b.rawLen[i]! - b.headerLen[i]!);
+          continue;
+        }
         const size = r.size[i]!;
-        if (b.modes[i] === REENCODE) emit(s, outType[s]!, size, base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
+        if (mode === REENCODE && r.kept[i] === 1) {
+          // The re-encoding gave the encoding the entry already had: its old stream stays.
+          stats.copied++;
+          unbump(stats.reencoded, outType[s]!);
+        }
+        if (mode === REENCODE && r.kept[i] !== 1) emit(s, outType[s]!, size, base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
         else emit(s, outType[s]!, size, base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
       }
       if (r.buf.byteLength <= 2 * BATCH_BYTES && freeIn.length < SPARE_BUFFERS) freeIn.push(r.buf);

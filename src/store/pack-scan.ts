@@ -2,7 +2,7 @@ import { crc32 } from 'node:zlib';
 import { GitError } from '../errors.js';
 import { parseEntryHeader, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA } from '../format/object-type.js';
-import { firstBlockCode } from '../format/zlib-stored.js';
+import { BLOCK_NOT_ZLIB, firstBlockCode } from '../format/zlib-stored.js';
 import type { Pack } from './pack.js';
 
 /** Parent marks in `PackScan.parent`. */
@@ -26,11 +26,8 @@ export interface PackScan {
   parent: Int32Array;
   /** For EXTERNAL_PARENT entries: the base id, keyed by idx position. */
   externalBase: Map<number, Buffer>;
-  /**
-   * The entry's first deflate block (firstBlockCode): 1 stored and 3 fixed Huffman codes, both
-   * in a FLEVEL 0 stream; 0 anything else; 2 when the data is not a zlib stream (zstd pack).
-   */
-  stored: Uint8Array;
+  /** What the entry's zlib stream is (firstBlockCode: BLOCK_STORED, BLOCK_FIXED, BLOCK_NOT_ZLIB, BLOCK_OTHER). */
+  block: Uint8Array;
   /** zlib FLEVEL (0..3) from the stream header. */
   flevel: Uint8Array;
 }
@@ -56,7 +53,7 @@ export function scanPack(
     headerLen: new Uint8Array(n),
     parent: new Int32Array(n).fill(BROKEN),
     externalBase: new Map(),
-    stored: new Uint8Array(n),
+    block: new Uint8Array(n),
     flevel: new Uint8Array(n),
   };
   const idx = pack.idx;
@@ -99,10 +96,10 @@ export function scanPack(
     const z1 = raw[h.headerLen + 1];
     const z2 = raw[h.headerLen + 2];
     if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {
-      scan.stored[j] = 2;
+      scan.block[j] = BLOCK_NOT_ZLIB;
     } else {
       scan.flevel[j] = z1 >> 6;
-      scan.stored[j] = firstBlockCode(scan.flevel[j]!, z2);
+      scan.block[j] = firstBlockCode(scan.flevel[j]!, z2, dataLen, h.size);
     }
     if (h.type === OBJ_OFS_DELTA) {
       const b = pack.positionOf(off - h.baseDistance);

@@ -95,13 +95,8 @@ export function readIdx(idxPath: string, hashLen = 20): IdxInfo {
   return { version: 1, count, oids, offsets, msbEntries: 0, largeOffsetEntries: 0 };
 }
 
-/**
- * The zlib stream header of the entry at `offset`: skips the type/size varint and the
- * OFS_DELTA distance or REF_DELTA base id, then reads CMF/FLG and the first block's BTYPE.
- * `flevel` is zlib's FLEVEL (0 for levels 0-1, 1 for 2-5, 2 for 6, 3 for 7-9); `stored`
- * means the first deflate block is a stored one.
- */
-export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { flevel: number; stored: boolean } {
+/** Where the zlib data of the entry at `offset` starts: after its type/size varint and its OFS_DELTA distance or REF_DELTA base id. */
+export function entryDataStart(pack: Buffer, offset: number, hashLen: number): number {
   let p = offset;
   let c = pack[p++]!;
   const type = (c >> 4) & 7;
@@ -112,6 +107,16 @@ export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { 
   } else if (type === OBJ_REF_DELTA) {
     p += hashLen;
   }
+  return p;
+}
+
+/**
+ * The zlib stream header of the entry at `offset` (entryDataStart): CMF/FLG and the first
+ * block's BTYPE. `flevel` is zlib's FLEVEL (0 for levels 0-1, 1 for 2-5, 2 for 6, 3 for 7-9);
+ * `stored` means the first deflate block is a stored one.
+ */
+export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { flevel: number; stored: boolean } {
+  const p = entryDataStart(pack, offset, hashLen);
   const cmf = pack[p]!;
   const flg = pack[p + 1]!;
   if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) throw new Error(`no zlib header at ${p} (entry ${offset})`);
