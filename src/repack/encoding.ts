@@ -1,5 +1,5 @@
 import { BLOCK_FIXED, BLOCK_NOT_ZLIB, BLOCK_STORED, storedZlibLength } from '../format/zlib-stored.js';
-import { FIXED_HUFFMAN, flevelOf } from './levels.js';
+import { FIXED_HUFFMAN, flevelOf, type Levels } from './levels.js';
 
 /**
  * The encoding rule: what an entry of the new pack becomes, in one place (docs/decisions.md,
@@ -117,4 +117,33 @@ function encodingClass(z: Uint8Array, size: number): number {
 export function sameEncoding(old: Uint8Array, next: Uint8Array, size: number): boolean {
   if (old.length < 3 || next.length < 3) return false;
   return encodingClass(old, size) === encodingClass(next, size);
+}
+
+/** What a rewrite asks for: a level per base type, the auto rule and fallback, zstd output or not. */
+export interface Targets {
+  levels: Levels;
+  rule: AutoRule;
+  /** The level of what `auto` compresses and of what a type at `keep` must compress anew. */
+  fallback: number;
+  /** A zstd pack is written: nothing is copied as it is, and there is no length rule. */
+  zstd: boolean;
+}
+
+/** The encoding of a pack entry whose (base) type is `type` and whose stream the scan saw as `s`. */
+export function encodingFor(t: Targets, type: number, s: EntryStream): EntryEncoding {
+  const l = t.levels[type as 1 | 2 | 3 | 4];
+  const enc: EntryEncoding =
+    l === 'auto' ? autoEncoding(t.rule, t.fallback, s) : l === 'keep' ? { level: t.fallback, copy: s.block !== BLOCK_NOT_ZLIB, maxLen: Infinity } : { level: l, copy: hasLevel(l, s), maxLen: Infinity };
+  if (t.zstd) {
+    enc.copy = false;
+    enc.maxLen = Infinity;
+  }
+  return enc;
+}
+
+/** The encoding of an object compressed anew whatever it was (a loose object, a delta written whole). */
+export function directEncoding(t: Targets, type: number, size: number): EntryEncoding {
+  const l = t.levels[type as 1 | 2 | 3 | 4];
+  if (l === 'auto') return autoDirect(t.rule, t.fallback, size);
+  return { level: l === 'keep' ? t.fallback : l, copy: false, maxLen: Infinity };
 }

@@ -1,36 +1,26 @@
 import { GitError, corrupt } from '../errors.js';
-import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
-import { OidRefTable } from '../hash/oid-table.js';
-import { sortIds } from '../hash/sort.js';
-import { emitIdxV2, encodeIdxV2, firstUnsortedId, idOffsetInFile, type IdxSource, type Offsets } from '../format/idx.js';
-import { encodeRev } from '../format/rev.js';
+import { hashObjectBuffer, toHex, type HashAlgo } from '../hash/algo.js';
+import type { Offsets } from '../format/idx.js';
 import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
-import { writeChunksDurable, writeFileDurable } from '../store/files.js';
-import { PackFileWriter, ThreadedPackWriter, type PackSink } from '../format/pack-writer.js';
-import { BLOCK_NOT_ZLIB, deflateBound, storedZlibLength } from '../format/zlib-stored.js';
+import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
-import { MAX_DELTA_DEPTH, type ObjectDatabase } from '../store/odb.js';
+import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
-import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
-import { autoDirect, autoEncoding, DEFAULT_AUTO_RULE, hasLevel, type AutoRule, type EntryEncoding } from './encoding.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
 import { COPY_CRC, COPY_INFLATE, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
+import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
+import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
+import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 
-/** srcPack value of a loose object. */
-const LOOSE16 = 0xffff;
-/** The same when there are fewer than 255 packs (the number then fits in a byte). */
-const LOOSE8 = 0xff;
-const looseMark = (srcPack: Uint8Array | Uint16Array): number => (srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16);
-/** base[] marks: no base (a whole object in its source), or a delta to be written whole. */
-const NO_BASE = -1;
-const WHOLE = -2;
+export type { PartitionInput } from './plan.js';
+export type { WrittenPack, ZpackOutput } from './sink.js';
+
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
 const BATCH_MAX = 4096;
 // 256 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
@@ -44,15 +34,6 @@ const BATCH_BYTES = 256 << 10;
  * every one handed back).
  */
 const SPARE_BUFFERS = 2;
-
-export interface PartitionInput {
-  kind: 'normal' | 'promisor';
-  /** Source packs in order of preference: the first copy of an object wins. */
-  packs: Pack[];
-  /** Loose object ids (the normal partition only). */
-  loose: Buffer[];
-  looseDir: string;
-}
 
 export interface TypeCounts {
   commit: number;
@@ -71,35 +52,6 @@ export interface RewriteStats {
   excluded: number;
   bytesIn: number;
   bytesOut: number;
-}
-
-export interface WrittenPack {
-  packPath: string;
-  idxPath: string;
-  revPath: string | undefined;
-  checksum: Buffer;
-  count: number;
-  /** Resolves once the pack file is fsynced and closed (it may still be on its way to disk). */
-  durable: Promise<void>;
-  /**
-   * When the writing thread has read the pack back (every header parsed, every entry's CRC32
-   * matched): resolves then; with each idx rank's offset and CRC32 as they were checked, for the
-   * proof to hold the index on disk against.
-   */
-  readBack?: { done: Promise<void>; offsetAt(rank: number): number; crcAt(rank: number): number } | undefined;
-}
-
-/** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
-export interface ZpackOutput {
-  level: number;
-  /**
-   * Object types stored plain (their data as it is, no frame: the reader tells plain data by
-   * its length), e.g. commits and trees, which a walk then reads without decompressing.
-   */
-  plainTypes?: ReadonlySet<number> | undefined;
-  dicts: ZpackDict[];
-  refs: string;
-  promisor: boolean;
 }
 
 export interface RewriteOptions {
@@ -127,672 +79,410 @@ export interface RewriteOptions {
   skipIfUnchanged?: boolean | undefined;
 }
 
-function emptyCounts(): TypeCounts {
-  return { commit: 0, tree: 0, blob: 0, tag: 0 };
+export interface RewriteResult {
+  stats: RewriteStats;
+  written: WrittenPack | undefined;
+  unchanged?: boolean;
 }
 
-function bump(c: TypeCounts, type: number, by = 1): void {
-  const n = typeName(type);
-  if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n] += by;
+/** An object not copied from a pack entry (loose, or a delta written whole), encoded. */
+interface Direct {
+  type: number;
+  size: number;
+  data: Buffer;
 }
 
-function unbump(c: TypeCounts, type: number): void {
-  bump(c, type, -1);
+/** A batch on its way: the job's tables the main thread needs back to write its entries. */
+interface InFlight {
+  promise: Promise<BatchResult>;
+  from: number;
+  to: number;
+  directs: Map<number, Direct>;
+  modes: Uint8Array;
+  rawStart: Uint32Array;
+  headerLen: Uint8Array;
+  rawLen: Uint32Array;
 }
-
 
 /**
  * Rewrites one partition (all its packs and loose objects) into one new pack in temporary files:
  * every delta kept, only entries whose encoding differs from the target re-encoded, bases placed
  * before their deltas, OFS_DELTA distances recomputed. Every entry is checked on the way through
  * (CRC32 against the old idx for copies, inflate-compare for re-encodes, re-hash for objects
- * resolved whole and loose objects).
+ * resolved whole and loose objects). A plan (plan.ts), an encoding rule (encoding.ts), an
+ * output (sink.ts): this file only moves entries from the one to the other.
  */
-export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<{ stats: RewriteStats; written: WrittenPack | undefined; unchanged?: boolean }> {
-  const { algo, levels } = opts;
-  const len = algo.len;
-  const progress = opts.onProgress;
-  const packs = input.packs;
-  const scans: PackScan[] = [];
-  let total = input.loose.length;
-  for (const p of packs) total += p.count;
+export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<RewriteResult> {
+  // What can be refused is refused before any pack is scanned.
+  if (opts.zpack !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
+  if (input.packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
+  const plan = planPartition(input, { algo: opts.algo, excluded: opts.excluded, dryRun: opts.dryRun, onProgress: opts.onProgress });
+  return new PartitionRewrite(plan, opts).run();
+}
 
-  // 1. Scan the source packs (headers, bases, zlib headers; no inflating). Their ids must be
-  //    sorted: the new index is a merge of them.
-  for (const p of packs) {
-    const unsorted = firstUnsortedId(p.idx);
-    if (unsorted >= 0) throw corrupt('bad-idx', p.idxPath, idOffsetInFile(p.idx, unsorted), 'object ids out of order');
-    scans.push(
-      scanPack(p, {
-        checkCrc: false,
-        onProblem: (pr) => {
-          throw corrupt('bad-pack', pr.file, pr.offset, pr.message);
-        },
-      }),
-    );
-  }
-  // What the writing needs of each source entry besides its size, in 16 bits instead of four
-  // bytes: type (3 bits), block code (2), FLEVEL (2), header length (9).
-  const info = scans.map((sc) => {
-    const a = new Uint16Array(sc.type.length);
-    for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.block[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
-    releaseNow(sc.type, sc.block, sc.flevel, sc.headerLen);
-    return a;
-  });
-  const typeOf = (pi: number, j: number): number => info[pi]![j]! & 7;
-  const headerLenOf = (pi: number, j: number): number => info[pi]![j]! >> 7;
+class PartitionRewrite {
+  private readonly targets: Targets;
+  private readonly stats: RewriteStats;
+  private readonly outType: Uint8Array;
+  private readonly outOffset: Offsets;
+  private readonly outCrc: Uint32Array;
+  private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
+  /** Dictionary of each kind in the output (zstd), and the one zstd source pack. */
+  private readonly outDictOfKind: number[];
+  private readonly zsrc: Pack | undefined;
+  private mainZstd: ZstdCodec | undefined;
+  private readonly usesAuto: boolean;
+  // The write loop's state: the next entry to batch, batches in flight, buffers going round.
+  private next = 0;
+  private readonly inflight: InFlight[] = [];
+  private readonly freeIn: ArrayBuffer[] = [];
+  private readonly spareOut: ArrayBuffer[] = [];
 
-  // 2. Select: the first copy of each id wins; objects kept elsewhere are left out. Selected
-  //    objects are numbered in order; the table reads their ids where they already are.
-  const srcPack = packs.length < LOOSE8 ? new Uint8Array(total) : new Uint16Array(total);
-  const LOOSE = looseMark(srcPack);
-  const srcIdx = new Uint32Array(total);
-  const idOf = (v: number, ref: { buf: Uint8Array; pos: number }): void => {
-    const pi = srcPack[v]!;
-    if (pi === LOOSE) {
-      ref.buf = input.loose[srcIdx[v]!]!;
-      ref.pos = 0;
-    } else {
-      ref.buf = packs[pi]!.idx.ids;
-      ref.pos = srcIdx[v]! * len;
-    }
-  };
-  const table = new OidRefTable(len, total, idOf);
-  let excluded = 0;
-  let dups = 0;
-  let counted = 0;
-  for (let pi = 0; pi < packs.length; pi++) {
-    const p = packs[pi]!;
-    const order = p.order;
-    const ids = p.idx.ids;
-    for (let i = 0; i < order.length; i++) {
-      const j = order[i]!;
-      if (opts.excluded(ids, j * len)) {
-        excluded++;
-        continue;
-      }
-      const s = table.size;
-      srcPack[s] = pi;
-      srcIdx[s] = j;
-      if (table.insert(s, ids, j * len) < 0) {
-        dups++;
-        continue;
-      }
-      if ((++counted & 0x3fff) === 0) progress?.('counting objects', counted, total);
-    }
-  }
-  for (let li = 0; li < input.loose.length; li++) {
-    const id = input.loose[li]!;
-    if (opts.excluded(id, 0)) {
-      excluded++;
-      continue;
-    }
-    const s = table.size;
-    srcPack[s] = LOOSE;
-    srcIdx[s] = li;
-    if (table.insert(s, id, 0) < 0) {
-      dups++;
-      continue;
-    }
-  }
-  const n = table.size;
-  progress?.('counting objects', n, n);
-  // Each source entry's length: from here on nothing needs the sources' pack order (8 bytes per
-  // object for the order and its inverse, against 4 for this).
-  const entryLen = packs.map((p) => p.entryLengths());
-  if (!opts.dryRun) for (const p of packs) p.releaseOrder();
-  const entryEnd = (pi: number, j: number): number => packs[pi]!.idx.offsets[j]! + entryLen[pi]![j]!;
-
-  // 3. Bases: a delta keeps its base if the base object is in the output (any copy of it).
-  // base[s]: the selection number of s's base; NO_BASE, or WHOLE for a delta written whole
-  // (its base is not in the output, or a cycle or the depth cap is broken there).
-  const base = new Int32Array(n).fill(NO_BASE);
-  for (let s = 0; s < n; s++) {
-    if (srcPack[s] === LOOSE) continue;
-    const pi = srcPack[s]!;
-    const scan = scans[pi]!;
-    const j = srcIdx[s]!;
-    const par = scan.parent[j]!;
-    if (par === NO_PARENT) continue;
-    let b = -1;
-    if (par >= 0) b = table.lookup(packs[pi]!.idx.ids, par * len);
-    else if (par === EXTERNAL_PARENT) {
-      const ext = scan.externalBase.get(j)!;
-      b = table.lookup(ext, 0);
-    } else if (par === BROKEN) {
-      throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
-    }
-    base[s] = b >= 0 ? b : WHOLE;
+  constructor(
+    private readonly plan: Plan,
+    private readonly opts: RewriteOptions,
+  ) {
+    const { n } = plan;
+    this.targets = { levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1, zstd: opts.zpack !== undefined };
+    this.usesAuto = Object.values(opts.levels).includes('auto');
+    this.stats = { objects: n, copied: 0, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, whole: 0, loose: 0, duplicatesDropped: plan.duplicatesDropped, excluded: plan.excluded, bytesIn: 0, bytesOut: 0 };
+    for (const p of plan.input.packs) this.stats.bytesIn += p.size;
+    // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each
+    // entry becomes; loose objects, deltas written whole (sizes not known yet) and zstd output
+    // always get 64-bit ones.
+    const small = opts.zpack === undefined && plan.input.loose.length === 0 && this.outputBound() < 0x100000000;
+    this.outOffset = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
+    this.outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
+    this.outType = new Uint8Array(n);
+    const zout = opts.zpack;
+    this.outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
+    this.zsrc = plan.input.packs.find((p) => p.isZpack);
   }
 
-  table.release(); // 8 bytes per object, needed only to find the bases
-  for (const scan of scans) releaseNow(scan.parent); // read only above (4 bytes per object)
-  // The writing needs the sources' offsets and CRC32s, not their ids (17 MB on git.git): they
-  // are read from the .idx again for the new index.
-  if (!opts.dryRun) for (const p of packs) p.releaseIds();
-
-  // 4. Output order: selection order, each base hoisted before its deltas; a cycle across copies
-  //    or a chain past the depth cap is broken by writing that delta whole.
-  // In shared memory: the thread that writes a large pack reads the layout from them.
-  const outOrder = new Uint32Array(new SharedArrayBuffer(4 * n));
-  const state = new Uint8Array(n); // 0 new, 1 on the chain being placed, 2 placed
-  const depth = new Uint16Array(n);
-  let placed = 0;
-  const chain: number[] = [];
-  for (let s0 = 0; s0 < n; s0++) {
-    if (state[s0] === 2) continue;
-    chain.length = 0;
-    let cur = s0;
-    state[cur] = 1;
-    chain.push(cur);
-    for (;;) {
-      const b = base[cur]!;
-      if (b < 0 || state[b] === 2) break;
-      if (state[b] === 1) {
-        base[cur] = WHOLE;
-        break;
-      }
-      state[b] = 1;
-      chain.push(b);
-      cur = b;
+  async run(): Promise<RewriteResult> {
+    const { plan, opts, stats } = this;
+    if (this.sameAsSource()) {
+      stats.copied = plan.n;
+      stats.bytesOut = plan.input.packs[0]!.size;
+      return { stats, written: undefined, unchanged: true };
     }
-    for (let k = chain.length - 1; k >= 0; k--) {
-      const s = chain[k]!;
-      const b = base[s]!;
-      if (b >= 0) {
-        const d = depth[b]! + 1;
-        if (d > MAX_DELTA_DEPTH) base[s] = WHOLE;
-        else depth[s] = d;
-      }
-      state[s] = 2;
-      outOrder[placed++] = s;
+    // While writing, each entry's size comes from its header as the re-encoding thread reads it:
+    // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
+    // or a dry run counts copies it does not read.
+    if (!opts.dryRun && !this.usesAuto) for (const sc of plan.scans) releaseNow(sc.size);
+    // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
+    const pool = new BatchPool(BatchPool.threadsFor(plan.n));
+    let output: RewriteOutput;
+    try {
+      output = this.openOutput(pool.threads > 0);
+    } catch (e) {
+      await pool.close();
+      throw e;
+    }
+    try {
+      await this.writeEntries(pool, output);
+      await pool.close(); // its threads' memory goes before the ids come back
+      stats.bytesOut = output.sink.offset + plan.len;
+      this.releaseWriteTables();
+      if (!output.writes) return { stats, written: undefined };
+      const { written, bytesOut } = await output.complete(newIndex(plan, this.outOffset, this.outCrc));
+      stats.bytesOut = bytesOut;
+      releaseNow(plan.srcPack, plan.srcIdx);
+      return { stats, written };
+    } catch (e) {
+      await output.sink.abort();
+      throw e;
+    } finally {
+      await pool.close();
     }
   }
-  releaseNow(state, depth);
+
+  private openOutput(threads: boolean): RewriteOutput {
+    const { opts, plan } = this;
+    if (opts.dryRun) return dryRunOutput();
+    if (opts.zpack !== undefined) return zpackOutput({ path: opts.tmp.pack, algo: opts.algo, count: plan.n, zout: opts.zpack, outCrc: this.outCrc });
+    return gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
+  }
 
   /** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
-  const outputBound = (): number => {
-    let bound = 12 + len;
-    for (let s = 0; s < n; s++) {
-      if (base[s] === WHOLE) return Infinity;
-      const pi = srcPack[s]!;
-      const j = srcIdx[s]!;
-      const size = scans[pi]!.size[j]!;
-      bound += MAX_ENTRY_HEADER + Math.max(entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
+  private outputBound(): number {
+    const { plan } = this;
+    let bound = 12 + plan.len;
+    for (let s = 0; s < plan.n; s++) {
+      if (isDirect(plan, s)) return Infinity;
+      const pi = plan.srcPack[s]!;
+      const j = plan.srcIdx[s]!;
+      const size = plan.scans[pi]!.size[j]!;
+      bound += MAX_ENTRY_HEADER + Math.max(plan.entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
     }
     return bound;
-  };
+  }
 
-  // 5. Write (or, for a dry run, measure) every entry in output order.
-  const stats: RewriteStats = {
-    objects: n,
-    copied: 0,
-    reencoded: emptyCounts(),
-    whole: 0,
-    loose: 0,
-    duplicatesDropped: dups,
-    excluded,
-    bytesIn: 0,
-    bytesOut: 0,
-  };
-  for (const p of packs) stats.bytesIn += p.size;
-  // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each entry
-  // becomes: the bound counts every pack entry at its largest encoding; loose objects and
-  // deltas written whole (sizes not known yet) and zstd output always get 64-bit ones.
-  const zout = opts.zpack;
-  const small = zout === undefined && input.loose.length === 0 && outputBound() < 0x100000000;
-  const outOffset: Offsets = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
-  const outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
-  const outType = new Uint8Array(n);
-  if (zout !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
-  const header = zout === undefined ? undefined : encodeZpackHeader({ count: n, algo, promisor: zout.promisor, level: zout.level, dicts: zout.dicts, refs: zout.refs });
-  if (packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
-  const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  // Each entry's encoding comes from the rule (encoding.ts): from the target and the object,
-  // whatever the entry's stream is today. `keep` copies what it can and compresses the rest at
-  // the fallback level (pack.compression, core.compression, -1), as `auto` does.
-  const usesAuto = Object.values(levels).includes('auto');
-  const rule = opts.autoRule ?? DEFAULT_AUTO_RULE;
-  const fallback = opts.autoFallback ?? -1;
-  const isDirect = (s: number): boolean => srcPack[s] === LOOSE || base[s] === WHOLE;
-  /** What happens to a pack entry: its type and its encoding. */
-  const classify = (s: number): { type: number } & EntryEncoding => {
-    const pi = srcPack[s]!;
-    const j = srcIdx[s]!;
-    const inf = info[pi]![j]!;
-    const b = base[s]!;
-    const type = b >= 0 ? outType[b]! : typeOf(pi, j);
-    if (!isBaseType(type)) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'delta chain does not end in an object');
-    outType[s] = type;
-    const l = levels[type as 1 | 2 | 3 | 4];
-    const block = (inf >> 3) & 3;
-    const stream = { flevel: (inf >> 5) & 3, block, dataLen: entryLen[pi]![j]! - headerLenOf(pi, j), size: l === 'auto' ? scans[pi]!.size[j]! : 0 };
-    const enc: EntryEncoding =
-      l === 'auto' ? autoEncoding(rule, fallback, stream) : l === 'keep' ? { level: fallback, copy: block !== BLOCK_NOT_ZLIB, maxLen: Infinity } : { level: l, copy: hasLevel(l, stream), maxLen: Infinity };
-    // A zstd pack written never copies its data as it is, and has no length rule.
-    if (zout !== undefined) {
-      enc.copy = false;
-      enc.maxLen = Infinity;
-    }
-    return { type, ...enc };
-  };
+  /** What happens to a pack entry: its type and its encoding (encoding.ts). */
+  private classify(s: number): { type: number } & EntryEncoding {
+    const { plan } = this;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    const b = plan.base[s]!;
+    const type = b >= 0 ? this.outType[b]! : typeOf(plan, pi, j);
+    if (!isBaseType(type)) throw corrupt('bad-pack', plan.input.packs[pi]!.packPath, plan.input.packs[pi]!.idx.offsets[j]!, 'delta chain does not end in an object');
+    this.outType[s] = type;
+    const size = this.usesAuto ? plan.scans[pi]!.size[j]! : 0;
+    const stream = { flevel: flevelOf(plan, pi, j), block: blockOf(plan, pi, j), dataLen: plan.entryLen[pi]![j]! - headerLenOf(plan, pi, j), size };
+    return { type, ...encodingFor(this.targets, type, stream) };
+  }
+
   /** The same, counted in the stats. */
-  const decide = (s: number): { type: number } & EntryEncoding => {
-    const d = classify(s);
-    if (d.copy) stats.copied++;
-    else bump(stats.reencoded, d.type);
+  private decide(s: number): { type: number } & EntryEncoding {
+    const d = this.classify(s);
+    if (d.copy) this.stats.copied++;
+    else countType(this.stats.reencoded, d.type, 1);
     return d;
-  };
+  }
+
   /**
    * Whether the pack written would be the one source pack byte for byte: every entry copied, in
    * the same order, at the same offset, with the same header. Then nothing is written at all.
    */
-  const sameAsSource = (): boolean => {
-    if (opts.skipIfUnchanged !== true || opts.dryRun || zout !== undefined) return false;
-    if (packs.length !== 1 || input.loose.length > 0 || excluded > 0 || dups > 0) return false;
-    const pack = packs[0]!;
-    const scan = scans[0]!;
-    if (pack.isZpack || n !== pack.count) return false;
+  private sameAsSource(): boolean {
+    const { plan, opts } = this;
+    if (opts.skipIfUnchanged !== true || opts.dryRun || opts.zpack !== undefined) return false;
+    const pack = plan.input.packs[0]!;
+    if (plan.input.packs.length !== 1 || plan.input.loose.length > 0 || plan.excluded > 0 || plan.duplicatesDropped > 0) return false;
+    if (pack.isZpack || plan.n !== pack.count) return false;
+    const scan = plan.scans[0]!;
     let off = 12;
-    for (let k = 0; k < n; k++) {
-      const s = outOrder[k]!;
-      if (isDirect(s)) return false;
-      const j = srcIdx[s]!;
+    for (let k = 0; k < plan.n; k++) {
+      const s = plan.outOrder[k]!;
+      if (isDirect(plan, s)) return false;
+      const j = plan.srcIdx[s]!;
       if (pack.idx.offsets[j] !== off) return false;
-      const b = base[s]!;
-      const { type, copy } = classify(s);
+      const b = plan.base[s]!;
+      const { type, copy } = this.classify(s);
       if (!copy) return false;
-      const end = entryEnd(0, j);
-      let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, hdr, 0);
-      if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[srcIdx[b]!]!, hdr, hl);
-      if (hl !== headerLenOf(0, j)) return false;
-      off = end;
+      let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, this.hdr, 0);
+      if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[plan.srcIdx[b]!]!, this.hdr, hl);
+      if (hl !== headerLenOf(plan, 0, j)) return false;
+      off = entryEnd(plan, 0, j);
     }
     return off === pack.dataEnd;
-  };
-  if (sameAsSource()) {
-    stats.copied = n;
-    stats.bytesOut = packs[0]!.size;
-    return { stats, written: undefined, unchanged: true };
   }
-  // While writing, each entry's size comes from its header as the re-encoding thread reads it:
-  // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size.
-  if (!opts.dryRun && !usesAuto) for (const sc of scans) releaseNow(sc.size);
-  // A dry run goes the same way, with nothing written: its size is the pack's, to the byte.
-  const pool = new BatchPool(BatchPool.threadsFor(n));
-  let writer: PackSink | undefined;
-  let zwriter: PackFileWriter | undefined;
-  try {
-    if (opts.dryRun) writer = undefined;
-    else if (zout !== undefined || pool.threads === 0) writer = zwriter = new PackFileWriter(opts.tmp.pack, algo, n, outCrc, header);
-    else writer = new ThreadedPackWriter(opts.tmp.pack, algo, n, { offsets: outOffset, order: outOrder, crcs: outCrc });
-  } catch (e) {
-    await pool.close();
-    throw e;
+
+  /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
+  private emit(sink: RewriteOutput['sink'], s: number, type: number, size: number, baseSel: number, data: Buffer, start: number, end: number): void {
+    const offset = sink.offset;
+    let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, this.hdr, 0);
+    if (baseSel >= 0) hl += encodeOfsDistance(offset - this.outOffset[baseSel]!, this.hdr, hl);
+    this.outOffset[s] = offset;
+    sink.writeEntry(this.hdr, data, s, hl, start, end);
   }
-  let offset = writer?.offset ?? 12;
-  // Dictionary of each kind in the output (zstd), and the one zstd source pack's dictionaries.
-  const outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
-  const zsrc = packs.filter((p) => p.isZpack);
-  let mainZstd: ZstdCodec | undefined;
 
-  /** Writes entry `s` with data `data[start, end)` (or, for a dry run, counts `data` bytes). */
-  const emit = (s: number, type: number, size: number, baseSel: number, data: Buffer | number, start = 0, end = typeof data === 'number' ? data : data.length): void => {
-    let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
-    if (baseSel >= 0) hl += encodeOfsDistance(offset - outOffset[baseSel]!, hdr, hl);
-    outOffset[s] = offset;
-    if (writer !== undefined && typeof data !== 'number') writer.writeEntry(hdr, data, s, hl, start, end);
-    offset += hl + end - start;
-  };
-
-  /** An object not copied from a pack entry: a loose object, or a delta written whole. */
-  const direct = (s: number): { type: number; size: number; data: Buffer | number } => {
-    const pi = srcPack[s]!;
+  /** An object not copied from a pack entry (git's write_no_reuse_object): a loose object, or a delta written whole. */
+  private direct(s: number): Direct {
+    const { plan, opts, stats } = this;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
     let obj: { type: number; data: Buffer };
-    if (pi === LOOSE) {
-      const id = input.loose[srcIdx[s]!]!;
-      const file = loosePath(input.looseDir, id);
+    if (pi === plan.looseMark) {
+      const id = plan.input.loose[j]!;
+      const file = loosePath(plan.input.looseDir, id);
       obj = readLooseFile(file);
-      checkId(algo, obj.type, obj.data, id, 0, file, 0);
+      checkId(opts.algo, obj.type, obj.data, id, 0, file, 0);
       stats.loose++;
     } else {
       // The base is not in the output (kept elsewhere, or a cycle was broken here).
-      const pack = packs[pi]!;
-      const j = srcIdx[s]!;
+      const pack = plan.input.packs[pi]!;
       obj = opts.odb.readPacked(pack, pack.idx.offsets[j]!);
-      checkId(algo, obj.type, obj.data, pack.idx.ids, j * len, pack.packPath, pack.idx.offsets[j]!);
+      checkId(opts.algo, obj.type, obj.data, pack.idx.ids, j * plan.len, pack.packPath, pack.idx.offsets[j]!);
       stats.whole++;
     }
-    outType[s] = obj.type;
-    const l = levels[obj.type as 1 | 2 | 3 | 4];
-    const enc = l === 'auto' ? autoDirect(rule, fallback, obj.data.length) : { level: l === 'keep' ? fallback : l, maxLen: Infinity };
-    let data: Buffer | number;
+    this.outType[s] = obj.type;
+    const zout = opts.zpack;
+    let data: Buffer;
     if (zout !== undefined) {
-      mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
-      const dict = outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
-      const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : mainZstd.compress(obj.data, zout.level, dict);
+      this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
+      const dict = this.outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
+      const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : this.mainZstd.compress(obj.data, zout.level, dict);
       data = frame.length < obj.data.length ? frame : obj.data;
     } else {
-      const stored = (): Buffer | number => (opts.dryRun ? storedZlibLength(obj.data.length) : deflateAt(obj.data, 0));
-      data = enc.level === 0 ? stored() : deflateAt(obj.data, enc.level);
-      if (typeof data !== 'number' && data.length > enc.maxLen) data = stored();
+      const enc = directEncoding(this.targets, obj.type, obj.data.length);
+      data = deflateAt(obj.data, enc.level);
+      if (data.length > enc.maxLen) data = deflateAt(obj.data, 0);
     }
     return { type: obj.type, size: obj.data.length, data };
-  };
+  }
 
-
-  // Batches of consecutive output entries: their source bytes are read in as few spans as
-  // possible, checked and re-encoded on worker threads (or inline), then written in order.
-  if (zsrc.length > 0 || zout !== undefined) pool.setDicts(zsrc[0]?.zstdDicts.dicts, zout?.dicts.map((d) => d.data));
-  const inflight: { promise: Promise<BatchResult>; from: number; to: number; directs: Map<number, { type: number; size: number; data: Buffer | number }>; modes: Uint8Array; rawStart: Uint32Array; headerLen: Uint8Array; rawLen: Uint32Array }[] = [];
-  const pipelineDepth = Math.max(2, pool.threads + 2);
-  let next = 0;
-  // Buffers go round between batches (and threads) instead of being garbage: input buffers of
-  // at least BATCH_BYTES, output buffers handed back by each result.
-  const freeIn: ArrayBuffer[] = [];
-  const spareOut: ArrayBuffer[] = [];
-  const takeBuffer = (bytes: number): ArrayBuffer => {
-    const i = freeIn.findIndex((b) => b.byteLength >= bytes);
-    if (i >= 0) return freeIn.splice(i, 1)[0]!;
-    return new ArrayBuffer(Math.max(bytes, BATCH_BYTES));
-  };
-  const buildBatch = (): void => {
-    const from = next;
-    let bytes = 0;
-    let to = from;
-    while (to < n && to - from < BATCH_MAX) {
-      const s = outOrder[to]!;
-      if (!isDirect(s)) {
-        const j = srcIdx[s]!;
-        const l = entryLen[srcPack[s]!]![j]!;
-        if (bytes > 0 && bytes + l > BATCH_BYTES) break;
-        bytes += l;
-      }
-      to++;
-    }
-    const m = to - from;
-    const job: BatchJob = {
-      buf: takeBuffer(bytes),
-      spare: spareOut.pop(),
-      srcDict: zsrc.length > 0 ? new Int8Array(m).fill(-2) : undefined,
-      zstdOut: zout !== undefined,
-      dstDict: zout !== undefined ? new Int8Array(m).fill(NO_DICT) : undefined,
-      n: m,
-      rawStart: new Uint32Array(m),
-      rawLen: new Uint32Array(m),
-      headerLen: new Uint8Array(m),
-      hashLen: len,
-      mode: new Uint8Array(m),
-      level: new Int8Array(m),
-      crc: new Uint32Array(m),
-      files: packs.map((p) => p.packPath),
-      fds: packs.map((p) => p.descriptor),
-      spans: new Float64Array(0),
-      fileIndex: new Uint16Array(m),
-      offset: new Float64Array(m),
-      maxLen: usesAuto && zout === undefined ? new Float64Array(m).fill(Infinity) : undefined,
-    };
-    const directs = new Map<number, { type: number; size: number; data: Buffer | number }>();
-    let pos = 0;
-    let spanPack: Pack | undefined;
-    let spanStart = 0;
-    let spanEnd = 0;
-    let spanPos = 0;
-    // Spans of consecutive source bytes, read by the thread that runs the batch.
-    const spans: number[] = [];
-    let spanFile = 0;
-    const flush = (): void => {
-      if (spanPack !== undefined && spanEnd > spanStart) spans.push(spanFile, spanStart, spanEnd - spanStart, spanPos);
-      spanPack = undefined;
-    };
-    for (let i = 0; i < m; i++) {
-      const s = outOrder[from + i]!;
-      if (isDirect(s)) {
-        directs.set(i, direct(s));
-        continue;
-      }
-      const pi = srcPack[s]!;
-      const pack = packs[pi]!;
-      const j = srcIdx[s]!;
-      const off = pack.idx.offsets[j]!;
-      const end = entryEnd(pi, j);
-      const { level, copy, maxLen } = decide(s);
-      const hasCrc = pack.idx.hasCrcs;
-      job.rawLen[i] = end - off;
-      job.headerLen[i] = headerLenOf(pi, j);
-      if (copy && opts.dryRun) {
-        job.mode[i] = SKIP; // counted, not read
-        continue;
-      }
-      job.mode[i] = copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
-      // In a zstd pack, level 0 stands for plain (a type in plainTypes).
-      job.level[i] = zout === undefined ? level : zout.plainTypes?.has(outType[s]!) === true ? 0 : zout.level;
-      if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
-      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(outType[s]!, isDelta(typeOf(pi, j)))] ?? NO_DICT;
-      if (zout !== undefined) job.dstDict![i] = outDictOfKind[kindOf(outType[s]!, base[s]! >= 0)] ?? NO_DICT;
-      job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
-      job.rawStart[i] = pos;
-      job.fileIndex[i] = pi;
-      job.offset[i] = off;
-      if (spanPack === pack && off === spanEnd) spanEnd = end;
-      else {
-        flush();
-        spanPack = pack;
-        spanFile = pi;
-        spanStart = off;
-        spanEnd = end;
-        spanPos = pos;
-      }
-      pos += end - off;
-    }
-    flush();
-    job.spans = Float64Array.from(spans);
-    const modes = job.mode.slice();
-    const rawStart = job.rawStart.slice();
-    const headerLen = job.headerLen.slice();
-    const rawLen = job.rawLen.slice();
-    inflight.push({ promise: pool.run(job), from, to, directs, modes, rawStart, headerLen, rawLen });
-    next = to;
-  };
-
-  try {
-    while (next < n || inflight.length > 0) {
-      while (inflight.length < pipelineDepth && next < n) buildBatch();
-      const b = inflight.shift()!;
+  /**
+   * Batches of consecutive output entries: their source bytes are read in as few spans as
+   * possible, checked and re-encoded on worker threads (or inline), then written in order.
+   */
+  private async writeEntries(pool: BatchPool, output: RewriteOutput): Promise<void> {
+    const { plan, opts } = this;
+    if (this.zsrc !== undefined || opts.zpack !== undefined) pool.setDicts(this.zsrc?.zstdDicts.dicts, opts.zpack?.dicts.map((d) => d.data));
+    const pipelineDepth = Math.max(2, pool.threads + 2);
+    while (this.next < plan.n || this.inflight.length > 0) {
+      while (this.inflight.length < pipelineDepth && this.next < plan.n) this.inflight.push(this.buildBatch(pool));
+      const b = this.inflight.shift()!;
       const r = await b.promise;
       if (r.error) {
         const e = r.error;
         throw new GitError(e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack', `${e.file}: ${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`, { file: e.file, offset: e.offset });
       }
-      const src = Buffer.from(r.buf);
-      const out = Buffer.from(r.out);
-      for (let i = 0; i < b.to - b.from; i++) {
-        const s = outOrder[b.from + i]!;
-        const d = b.directs.get(i);
-        if (d !== undefined) {
-          emit(s, d.type, d.size, -1, d.data);
-          continue;
-        }
-        const mode = b.modes[i]!;
-        if (mode === SKIP) {
-          emit(s, outType[s]!, scans[srcPack[s]!]!.size[srcIdx[s]!]!, base[s]!, b.rawLen[i]! - b.headerLen[i]!);
-          continue;
-        }
-        const size = r.size[i]!;
-        if (mode === REENCODE && r.kept[i] === 1) {
-          // The re-encoding gave the encoding the entry already had: its old stream stays.
-          stats.copied++;
-          unbump(stats.reencoded, outType[s]!);
-        }
-        if (mode === REENCODE && r.kept[i] !== 1) emit(s, outType[s]!, size, base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
-        else emit(s, outType[s]!, size, base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
-      }
-      if (r.buf.byteLength <= 2 * BATCH_BYTES && freeIn.length < SPARE_BUFFERS) freeIn.push(r.buf);
-      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && spareOut.length < SPARE_BUFFERS) spareOut.push(r.out);
-      progress?.('writing objects', b.to, n);
+      this.writeBatch(output.sink, b, r);
+      if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);
+      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && this.spareOut.length < SPARE_BUFFERS) this.spareOut.push(r.out);
+      opts.onProgress?.('writing objects', b.to, plan.n);
       opts.signal?.throwIfAborted();
     }
-    progress?.('writing objects', n, n);
-    await pool.close(); // its threads' memory goes before the ids come back
-    stats.bytesOut = offset + len;
-    // What only the writing needed goes before the index is built (about 20 bytes per object).
-    for (const scan of scans) releaseNow(scan.size);
-    releaseNow(...info);
-    releaseNow(base, outType, ...entryLen);
-    for (const p of packs) p.idx.releaseCrcs();
-    scans.length = 0;
-    freeIn.length = 0;
-    spareOut.length = 0;
-    if (writer === undefined) return { stats, written: undefined };
+    opts.onProgress?.('writing objects', plan.n, plan.n);
+  }
 
-    // A zstd pack carries its index, whose pack checksum is the hash of everything before it.
-    const indexStart = writer.offset;
-    let checksum: Buffer;
-    let durable: Promise<void>;
-    let readBackDone: Promise<void> | undefined;
-    if (zwriter !== undefined && zout !== undefined) {
-      checksum = zwriter.checksumSoFar();
-      durable = Promise.resolve();
-    } else ({ checksum, durable, readBack: readBackDone } = await writer.finish());
-    // Index: ids sorted (merged from the already sorted source indexes), with the offsets and
-    // CRCs just written; the ids are copied from where they are, straight into the idx.
-    const sorted = sortedSelection(packs, input.loose, srcPack, srcIdx, n, len);
-    const ref = { buf: new Uint8Array(0), pos: 0 };
-    for (let r = 1; r < n; r++) {
-      idOf(sorted[r - 1]!, ref);
-      const a = ref.buf;
-      const ap = ref.pos;
-      idOf(sorted[r]!, ref);
-      if (Buffer.compare(a.subarray(ap, ap + len), ref.buf.subarray(ref.pos, ref.pos + len)) >= 0) {
-        throw new GitError('verify-failed', `object ids out of order or duplicated in the new index at ${r}`);
+  /** A batch's entries, in pack order (git's write_one): the direct ones, copies and re-encodes. */
+  private writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): void {
+    const { plan, stats } = this;
+    const src = Buffer.from(r.buf);
+    const out = Buffer.from(r.out);
+    for (let i = 0; i < b.to - b.from; i++) {
+      const s = plan.outOrder[b.from + i]!;
+      const type = this.outType[s]!;
+      const d = b.directs.get(i);
+      const mode = b.modes[i]!;
+      if (d !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
+      else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
+      else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
+      else {
+        if (mode === REENCODE) {
+          // The re-encoding gave the encoding the entry already had: its old stream stays.
+          stats.copied++;
+          countType(stats.reencoded, type, -1);
+        }
+        this.emit(sink, s, type, r.size[i]!, plan.base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
       }
     }
-    const idxSource: IdxSource = {
-      count: n,
-      copyId: (r, out, pos) => {
-        idOf(sorted[r]!, ref);
-        out.set(ref.buf.subarray(ref.pos, ref.pos + len), pos);
-      },
-      offset: (r) => outOffset[sorted[r]!]!,
-      crc: (r) => outCrc[sorted[r]!]!,
-    };
-    if (zout !== undefined) {
-      const idxBuf = encodeIdxV2(idxSource, checksum, algo);
-      zwriter!.appendRaw(idxBuf);
-      zwriter!.appendRaw(encodeZpackFooter(indexStart));
-      const trailer = zwriter!.finishSync();
-      return { stats: { ...stats, bytesOut: zwriter!.offset }, written: { packPath: opts.tmp.pack, idxPath: opts.tmp.pack, revPath: undefined, checksum: trailer, count: n, durable } };
+  }
+
+  private takeBuffer(bytes: number): ArrayBuffer {
+    const i = this.freeIn.findIndex((b) => b.byteLength >= bytes);
+    if (i >= 0) return this.freeIn.splice(i, 1)[0]!;
+    return new ArrayBuffer(Math.max(bytes, BATCH_BYTES));
+  }
+
+  /** The next batch: up to BATCH_MAX entries or BATCH_BYTES of source bytes, handed to the pool. */
+  private buildBatch(pool: BatchPool): InFlight {
+    const { plan } = this;
+    const from = this.next;
+    let bytes = 0;
+    let to = from;
+    while (to < plan.n && to - from < BATCH_MAX) {
+      const s = plan.outOrder[to]!;
+      if (!isDirect(plan, s)) {
+        const l = plan.entryLen[plan.srcPack[s]!]![plan.srcIdx[s]!]!;
+        if (bytes > 0 && bytes + l > BATCH_BYTES) break;
+        bytes += l;
+      }
+      to++;
     }
-    // Streamed: an index is 28 bytes per object (SHA-1), never held whole.
-    writeChunksDurable(opts.tmp.idx, (write) => emitIdxV2(idxSource, checksum, algo, write), 0o444);
-    let revPath: string | undefined;
-    if (opts.writeRev) {
-      const rankOf = new Uint32Array(n);
-      for (let r = 0; r < n; r++) rankOf[sorted[r]!] = r;
-      const packOrder = new Uint32Array(n);
-      for (let k = 0; k < n; k++) packOrder[k] = rankOf[outOrder[k]!]!;
-      writeDurable(opts.tmp.rev, encodeRev(packOrder, checksum, algo));
-      releaseNow(rankOf, packOrder);
-      revPath = opts.tmp.rev;
-    }
-    releaseNow(srcPack, srcIdx);
-    const readBack = readBackDone === undefined ? undefined : readBackTables(readBackDone, outOffset, outCrc, sorted);
+    const job = this.newJob(to - from, bytes);
+    const directs = this.fillJob(job, from);
+    this.next = to;
+    const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
+    return { promise: pool.run(job), from, to, directs, ...copy };
+  }
+
+  private newJob(m: number, bytes: number): BatchJob {
+    const { plan, opts } = this;
+    const zstdOut = opts.zpack !== undefined;
     return {
-      stats,
-      written: { packPath: opts.tmp.pack, idxPath: opts.tmp.idx, revPath, checksum, count: n, durable, readBack },
+      buf: this.takeBuffer(bytes),
+      spare: this.spareOut.pop(),
+      srcDict: this.zsrc !== undefined ? new Int8Array(m).fill(-2) : undefined,
+      zstdOut,
+      dstDict: zstdOut ? new Int8Array(m).fill(NO_DICT) : undefined,
+      n: m,
+      rawStart: new Uint32Array(m),
+      rawLen: new Uint32Array(m),
+      headerLen: new Uint8Array(m),
+      hashLen: plan.len,
+      mode: new Uint8Array(m),
+      level: new Int8Array(m),
+      crc: new Uint32Array(m),
+      files: plan.input.packs.map((p) => p.packPath),
+      fds: plan.input.packs.map((p) => p.descriptor),
+      spans: new Float64Array(0),
+      fileIndex: new Uint16Array(m),
+      offset: new Float64Array(m),
+      maxLen: this.usesAuto && !zstdOut ? new Float64Array(m).fill(Infinity) : undefined,
     };
-  } catch (e) {
-    await writer?.abort();
-    throw e;
-  } finally {
-    await pool.close();
   }
-}
 
-/**
- * What the proof holds the new index against: the offsets and CRC32s written, by index rank.
- * Built out here because a closure made inside `rewritePartition` would keep its whole scope
- * alive (V8 gives all closures of a function one context): on git.git that held the scans and
- * the selection tables, ~30 MB, through the proof.
- */
-function readBackTables(done: Promise<void>, outOffset: Offsets, outCrc: Uint32Array, sorted: Uint32Array): NonNullable<WrittenPack['readBack']> {
-  return { done, offsetAt: (r) => outOffset[sorted[r]!]!, crcAt: (r) => outCrc[sorted[r]!]! };
-}
-
-/**
- * The selected objects in id order: a merge of the source indexes (each already sorted) and of
- * the sorted loose ids, keeping only the selected copy of each object. Many sources fall back
- * to sorting a gathered copy of the ids.
- */
-function sortedSelection(packs: Pack[], loose: Buffer[], srcPack: Uint8Array | Uint16Array, srcIdx: Uint32Array, n: number, len: number): Uint32Array {
-  const LOOSE = looseMark(srcPack);
-  const out = new Uint32Array(n);
-  if (packs.length > 32) {
-    const ids = Buffer.allocUnsafe(n * len);
-    for (let s = 0; s < n; s++) {
-      const pi = srcPack[s]!;
-      if (pi === LOOSE) loose[srcIdx[s]!]!.copy(ids, s * len);
-      else packs[pi]!.idx.ids.copy(ids, s * len, srcIdx[s]! * len, (srcIdx[s]! + 1) * len);
-    }
-    out.set(sortIds(ids, n, len));
-    return out;
-  }
-  const selOf = packs.map((p) => new Int32Array(p.count).fill(-1));
-  const looseSel: number[] = [];
-  for (let s = 0; s < n; s++) {
-    const pi = srcPack[s]!;
-    if (pi === LOOSE) looseSel.push(s);
-    else selOf[pi]![srcIdx[s]!] = s;
-  }
-  const looseIds = Buffer.allocUnsafe(looseSel.length * len);
-  looseSel.forEach((s, i) => loose[srcIdx[s]!]!.copy(looseIds, i * len));
-  const looseOrder = sortIds(looseIds, looseSel.length, len);
-  // Heads: the next selected position of each source.
-  const k = packs.length + 1;
-  const head = new Int32Array(k);
-  const advance = (src: number): void => {
-    if (src < packs.length) {
-      const sel = selOf[src]!;
-      let j = head[src]!;
-      while (j < sel.length && sel[j]! < 0) j++;
-      head[src] = j;
-    }
-  };
-  for (let src = 0; src < k; src++) advance(src);
-  const limit = (src: number): number => (src < packs.length ? selOf[src]!.length : looseSel.length);
-  const idAt = (src: number): [Uint8Array, number] =>
-    src < packs.length ? [packs[src]!.idx.ids, head[src]! * len] : [looseIds, looseOrder[head[src]!]! * len];
-  for (let r = 0; r < n; r++) {
-    let best = -1;
-    let bb: Uint8Array = looseIds;
-    let bp = 0;
-    for (let src = 0; src < k; src++) {
-      if (head[src]! >= limit(src)) continue;
-      const [b, p] = idAt(src);
-      if (best < 0 || Buffer.compare(b.subarray(p, p + len), bb.subarray(bp, bp + len)) < 0) {
-        best = src;
-        bb = b;
-        bp = p;
+  /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
+  private fillJob(job: BatchJob, from: number): Map<number, Direct> {
+    const { plan, opts } = this;
+    const zout = opts.zpack;
+    const directs = new Map<number, Direct>();
+    const spans: number[] = [];
+    let pos = 0;
+    for (let i = 0; i < job.n; i++) {
+      const s = plan.outOrder[from + i]!;
+      if (isDirect(plan, s)) {
+        directs.set(i, this.direct(s));
+        continue;
       }
+      const pi = plan.srcPack[s]!;
+      const pack = plan.input.packs[pi]!;
+      const j = plan.srcIdx[s]!;
+      const off = pack.idx.offsets[j]!;
+      const end = entryEnd(plan, pi, j);
+      const { level, copy, maxLen } = this.decide(s);
+      job.rawLen[i] = end - off;
+      job.headerLen[i] = headerLenOf(plan, pi, j);
+      if (copy && opts.dryRun) {
+        job.mode[i] = SKIP; // counted, not read
+        continue;
+      }
+      const hasCrc = pack.idx.hasCrcs;
+      job.mode[i] = copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      // In a zstd pack, level 0 stands for plain (a type in plainTypes).
+      job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
+      if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
+      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(this.outType[s]!, isDelta(typeOf(plan, pi, j)))] ?? NO_DICT;
+      if (zout !== undefined) job.dstDict![i] = this.outDictOfKind[kindOf(this.outType[s]!, plan.base[s]! >= 0)] ?? NO_DICT;
+      job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
+      job.rawStart[i] = pos;
+      job.fileIndex[i] = pi;
+      job.offset[i] = off;
+      // Consecutive source bytes of one pack make one span: (file, start, length, position).
+      const last = spans.length - 4;
+      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += end - off;
+      else spans.push(pi, off, end - off, pos);
+      pos += end - off;
     }
-    if (best < 0) throw new GitError('verify-failed', 'fewer objects than selected while sorting the new index');
-    out[r] = best < packs.length ? selOf[best]![head[best]!]! : looseSel[looseOrder[head[best]!]!]!;
-    head[best]!++;
-    advance(best);
+    job.spans = Float64Array.from(spans);
+    return directs;
   }
-  releaseNow(...selOf);
-  return out;
+
+  /** What only the writing needed goes before the index is built (about 20 bytes per object). */
+  private releaseWriteTables(): void {
+    const { plan } = this;
+    for (const scan of plan.scans) releaseNow(scan.size);
+    releaseNow(...plan.info);
+    releaseNow(plan.base, this.outType, ...plan.entryLen);
+    for (const p of plan.input.packs) p.idx.releaseCrcs();
+    plan.scans.length = 0;
+    this.freeIn.length = 0;
+    this.spareOut.length = 0;
+  }
 }
 
-function writeDurable(path: string, data: Uint8Array): void {
-  writeFileDurable(path, data, 0o444);
+const EMPTY = Buffer.alloc(0);
+
+function countType(c: TypeCounts, type: number, by: number): void {
+  const n = typeName(type);
+  if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n] += by;
 }
 
 function checkId(algo: HashAlgo, type: number, data: Uint8Array, want: Uint8Array, pos: number, file: string, offset: number): void {
-  const h = algo.create();
-  h.update(objectHeader(typeName(type), data.length));
-  h.update(data);
-  const got = h.digest();
+  const got = hashObjectBuffer(algo, typeName(type), data);
   if (got.compare(want, pos, pos + algo.len) !== 0) {
     throw corrupt('bad-object', file, offset, `object hashes to ${toHex(got)}, expected ${toHex(want, pos, algo.len)}`);
   }

@@ -1,0 +1,336 @@
+import { GitError, corrupt } from '../errors.js';
+import type { HashAlgo } from '../hash/algo.js';
+import { OidRefTable } from '../hash/oid-table.js';
+import { sortIds } from '../hash/sort.js';
+import { firstUnsortedId, idOffsetInFile, type IdxSource, type Offsets } from '../format/idx.js';
+import type { NewIndex } from './sink.js';
+import { MAX_DELTA_DEPTH } from '../store/odb.js';
+import type { Pack } from '../store/pack.js';
+import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
+import { releaseNow } from '../release.js';
+
+/**
+ * The plan of a rewrite, as plain data (git's `compute_write_order` and what it needs): which
+ * objects go in (the first copy of each id; none kept elsewhere), where each one is read from,
+ * which base each delta keeps, and the order of the new pack. Nothing is inflated to make it:
+ * the scan reads entry headers and zlib headers only.
+ */
+
+export interface PartitionInput {
+  kind: 'normal' | 'promisor';
+  /** Source packs in order of preference: the first copy of an object wins. */
+  packs: Pack[];
+  /** Loose object ids (the normal partition only). */
+  loose: Buffer[];
+  looseDir: string;
+}
+
+/** srcPack value of a loose object (LOOSE8 when there are fewer than 255 packs and it fits a byte). */
+const LOOSE16 = 0xffff;
+const LOOSE8 = 0xff;
+/** base[] marks: no base (a whole object in its source), or a delta to be written whole. */
+export const NO_BASE = -1;
+export const WHOLE = -2;
+
+export interface Plan {
+  input: PartitionInput;
+  len: number;
+  /** Objects selected (numbered 0..n-1 in selection order). */
+  n: number;
+  duplicatesDropped: number;
+  excluded: number;
+  /** Per source pack: the scan (its sizes and, while planning, its bases). */
+  scans: PackScan[];
+  /** Per source pack and entry: type (3 bits), block code (2), FLEVEL (2), header length (9). */
+  info: Uint16Array[];
+  /** Per source pack and entry: the entry's length in bytes (header and data). */
+  entryLen: (Uint32Array | Float64Array)[];
+  /** Per selected object: its source pack (or the loose mark) and its index there. */
+  srcPack: Uint8Array | Uint16Array;
+  srcIdx: Uint32Array;
+  looseMark: number;
+  /** Per selected object: the selection number of its base, NO_BASE, or WHOLE. */
+  base: Int32Array;
+  /** The new pack's order: selection numbers, each base before its deltas (shared: the writing thread reads it). */
+  outOrder: Uint32Array;
+}
+
+export const typeOf = (p: Plan, pi: number, j: number): number => p.info[pi]![j]! & 7;
+export const blockOf = (p: Plan, pi: number, j: number): number => (p.info[pi]![j]! >> 3) & 3;
+export const flevelOf = (p: Plan, pi: number, j: number): number => (p.info[pi]![j]! >> 5) & 3;
+export const headerLenOf = (p: Plan, pi: number, j: number): number => p.info[pi]![j]! >> 7;
+export const entryEnd = (p: Plan, pi: number, j: number): number => p.input.packs[pi]!.idx.offsets[j]! + p.entryLen[pi]![j]!;
+/** An object not copied from a pack entry: a loose object, or a delta written whole. */
+export const isDirect = (p: Plan, s: number): boolean => p.srcPack[s] === p.looseMark || p.base[s] === WHOLE;
+
+/** Where selected object `s`'s id is: sets `ref.buf` and `ref.pos`. */
+export function idOf(p: Plan, s: number, ref: { buf: Uint8Array; pos: number }): void {
+  const pi = p.srcPack[s]!;
+  if (pi === p.looseMark) {
+    ref.buf = p.input.loose[p.srcIdx[s]!]!;
+    ref.pos = 0;
+  } else {
+    ref.buf = p.input.packs[pi]!.idx.ids;
+    ref.pos = p.srcIdx[s]! * p.len;
+  }
+}
+
+export interface PlanOptions {
+  algo: HashAlgo;
+  /** Objects that stay elsewhere (kept or cruft packs): not packed again. */
+  excluded: (id: Uint8Array, pos: number) => boolean;
+  /** A dry run keeps the sources' tables (nothing is written after it). */
+  dryRun: boolean;
+  onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+}
+
+/** Scans, selects, finds bases and orders: the whole plan (steps 1-4 of the rewrite). */
+export function planPartition(input: PartitionInput, opts: PlanOptions): Plan {
+  const scans = scanSources(input.packs);
+  const info = scans.map(packInfo);
+  const { plan, table } = selectObjects(input, scans, info, opts);
+  linkBases(plan, table);
+  table.release(); // 8 bytes per object, needed only to find the bases
+  for (const scan of scans) releaseNow(scan.parent); // read only there (4 bytes per object)
+  // The writing needs the sources' offsets and CRC32s, not their ids (17 MB on git.git): they
+  // are read from the .idx again for the new index.
+  if (!opts.dryRun) for (const p of input.packs) p.releaseIds();
+  computeWriteOrder(plan);
+  return plan;
+}
+
+/** 1. The source packs' entries, without inflating; their ids must be sorted (the new index merges them). */
+function scanSources(packs: Pack[]): PackScan[] {
+  return packs.map((p) => {
+    const unsorted = firstUnsortedId(p.idx);
+    if (unsorted >= 0) throw corrupt('bad-idx', p.idxPath, idOffsetInFile(p.idx, unsorted), 'object ids out of order');
+    return scanPack(p, {
+      checkCrc: false,
+      onProblem: (pr) => {
+        throw corrupt('bad-pack', pr.file, pr.offset, pr.message);
+      },
+    });
+  });
+}
+
+/** What the writing needs of each entry besides its size, in 16 bits instead of four bytes. */
+function packInfo(sc: PackScan): Uint16Array {
+  const a = new Uint16Array(sc.type.length);
+  for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.block[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
+  releaseNow(sc.type, sc.block, sc.flevel, sc.headerLen);
+  return a;
+}
+
+/**
+ * 2. The first copy of each id wins; objects kept elsewhere are left out. Selected objects are
+ * numbered in order; the table reads their ids where they already are.
+ */
+function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Array[], opts: PlanOptions): { plan: Plan; table: OidRefTable } {
+  const { packs, loose } = input;
+  const len = opts.algo.len;
+  let total = loose.length;
+  for (const p of packs) total += p.count;
+  const srcPack = packs.length < LOOSE8 ? new Uint8Array(total) : new Uint16Array(total);
+  const plan: Plan = {
+    input,
+    len,
+    n: 0,
+    duplicatesDropped: 0,
+    excluded: 0,
+    scans,
+    info,
+    entryLen: [],
+    srcPack,
+    srcIdx: new Uint32Array(total),
+    looseMark: srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16,
+    base: new Int32Array(0),
+    outOrder: new Uint32Array(0),
+  };
+  const table = new OidRefTable(len, total, (v, ref) => idOf(plan, v, ref));
+  const add = (pi: number, j: number, ids: Uint8Array, pos: number): void => {
+    if (opts.excluded(ids, pos)) {
+      plan.excluded++;
+      return;
+    }
+    const s = table.size;
+    plan.srcPack[s] = pi;
+    plan.srcIdx[s] = j;
+    if (table.insert(s, ids, pos) < 0) plan.duplicatesDropped++;
+  };
+  let counted = 0;
+  packs.forEach((p, pi) => {
+    const order = p.order;
+    const ids = p.idx.ids;
+    for (let i = 0; i < order.length; i++) {
+      add(pi, order[i]!, ids, order[i]! * len);
+      if ((++counted & 0x3fff) === 0) opts.onProgress?.('counting objects', counted, total);
+    }
+  });
+  loose.forEach((id, li) => add(plan.looseMark, li, id, 0));
+  plan.n = table.size;
+  opts.onProgress?.('counting objects', plan.n, plan.n);
+  // Each source entry's length: from here on nothing needs the sources' pack order (8 bytes per
+  // object for the order and its inverse, against 4 for this).
+  plan.entryLen = packs.map((p) => p.entryLengths());
+  if (!opts.dryRun) for (const p of packs) p.releaseOrder();
+  plan.base = new Int32Array(plan.n).fill(NO_BASE);
+  return { plan, table };
+}
+
+/** 3. A delta keeps its base if the base object is in the output (any copy of it); else it is written whole. */
+function linkBases(plan: Plan, table: OidRefTable): void {
+  const { packs } = plan.input;
+  for (let s = 0; s < plan.n; s++) {
+    const pi = plan.srcPack[s]!;
+    if (pi === plan.looseMark) continue;
+    const scan = plan.scans[pi]!;
+    const j = plan.srcIdx[s]!;
+    const par = scan.parent[j]!;
+    if (par === NO_PARENT) continue;
+    let b = -1;
+    if (par >= 0) b = table.lookup(packs[pi]!.idx.ids, par * plan.len);
+    else if (par === EXTERNAL_PARENT) b = table.lookup(scan.externalBase.get(j)!, 0);
+    else if (par === BROKEN) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
+    plan.base[s] = b >= 0 ? b : WHOLE;
+  }
+}
+
+/**
+ * 4. Output order (git's compute_write_order): selection order, each base hoisted before its
+ * deltas; a cycle across copies or a chain past the depth cap is broken by writing that delta whole.
+ */
+function computeWriteOrder(plan: Plan): void {
+  const { n, base } = plan;
+  // In shared memory: the thread that writes a large pack reads the layout from it.
+  const outOrder = new Uint32Array(new SharedArrayBuffer(4 * n));
+  const state = new Uint8Array(n); // 0 new, 1 on the chain being placed, 2 placed
+  const depth = new Uint16Array(n);
+  let placed = 0;
+  const chain: number[] = [];
+  for (let s0 = 0; s0 < n; s0++) {
+    if (state[s0] === 2) continue;
+    chain.length = 0;
+    let cur = s0;
+    state[cur] = 1;
+    chain.push(cur);
+    for (;;) {
+      const b = base[cur]!;
+      if (b < 0 || state[b] === 2) break;
+      if (state[b] === 1) {
+        base[cur] = WHOLE;
+        break;
+      }
+      state[b] = 1;
+      chain.push(b);
+      cur = b;
+    }
+    for (let k = chain.length - 1; k >= 0; k--) {
+      const s = chain[k]!;
+      const b = base[s]!;
+      if (b >= 0) {
+        const d = depth[b]! + 1;
+        if (d > MAX_DELTA_DEPTH) base[s] = WHOLE;
+        else depth[s] = d;
+      }
+      state[s] = 2;
+      outOrder[placed++] = s;
+    }
+  }
+  releaseNow(state, depth);
+  plan.outOrder = outOrder;
+}
+
+/**
+ * The selected objects in id order: a merge of the source indexes (each already sorted) and of
+ * the sorted loose ids, keeping only the selected copy of each object. Many sources fall back
+ * to sorting a gathered copy of the ids.
+ */
+export function sortedSelection(plan: Plan): Uint32Array {
+  const { packs, loose } = plan.input;
+  const { srcPack, srcIdx, n, len, looseMark } = plan;
+  const out = new Uint32Array(n);
+  if (packs.length > 32) {
+    const ids = Buffer.allocUnsafe(n * len);
+    for (let s = 0; s < n; s++) {
+      const pi = srcPack[s]!;
+      if (pi === looseMark) loose[srcIdx[s]!]!.copy(ids, s * len);
+      else packs[pi]!.idx.ids.copy(ids, s * len, srcIdx[s]! * len, (srcIdx[s]! + 1) * len);
+    }
+    out.set(sortIds(ids, n, len));
+    return out;
+  }
+  const selOf = packs.map((p) => new Int32Array(p.count).fill(-1));
+  const looseSel: number[] = [];
+  for (let s = 0; s < n; s++) {
+    const pi = srcPack[s]!;
+    if (pi === looseMark) looseSel.push(s);
+    else selOf[pi]![srcIdx[s]!] = s;
+  }
+  const looseIds = Buffer.allocUnsafe(looseSel.length * len);
+  looseSel.forEach((s, i) => loose[srcIdx[s]!]!.copy(looseIds, i * len));
+  const looseOrder = sortIds(looseIds, looseSel.length, len);
+  // Heads: the next selected position of each source.
+  const k = packs.length + 1;
+  const head = new Int32Array(k);
+  const advance = (src: number): void => {
+    if (src < packs.length) {
+      const sel = selOf[src]!;
+      let j = head[src]!;
+      while (j < sel.length && sel[j]! < 0) j++;
+      head[src] = j;
+    }
+  };
+  for (let src = 0; src < k; src++) advance(src);
+  const limit = (src: number): number => (src < packs.length ? selOf[src]!.length : looseSel.length);
+  const idAt = (src: number): [Uint8Array, number] =>
+    src < packs.length ? [packs[src]!.idx.ids, head[src]! * len] : [looseIds, looseOrder[head[src]!]! * len];
+  for (let r = 0; r < n; r++) {
+    let best = -1;
+    let bb: Uint8Array = looseIds;
+    let bp = 0;
+    for (let src = 0; src < k; src++) {
+      if (head[src]! >= limit(src)) continue;
+      const [b, p] = idAt(src);
+      if (best < 0 || Buffer.compare(b.subarray(p, p + len), bb.subarray(bp, bp + len)) < 0) {
+        best = src;
+        bb = b;
+        bp = p;
+      }
+    }
+    if (best < 0) throw new GitError('verify-failed', 'fewer objects than selected while sorting the new index');
+    out[r] = best < packs.length ? selOf[best]![head[best]!]! : looseSel[looseOrder[head[best]!]!]!;
+    head[best]!++;
+    advance(best);
+  }
+  releaseNow(...selOf);
+  return out;
+}
+
+/**
+ * The new index: ids sorted (merged from the already sorted source indexes), with the offsets
+ * and CRCs just written; the ids are copied from where they are, straight into the idx.
+ */
+export function newIndex(plan: Plan, outOffset: Offsets, outCrc: Uint32Array): NewIndex {
+  const { n, len } = plan;
+  const sorted = sortedSelection(plan);
+  const ref = { buf: new Uint8Array(0), pos: 0 };
+  for (let r = 1; r < n; r++) {
+    idOf(plan, sorted[r - 1]!, ref);
+    const a = ref.buf;
+    const ap = ref.pos;
+    idOf(plan, sorted[r]!, ref);
+    if (Buffer.compare(a.subarray(ap, ap + len), ref.buf.subarray(ref.pos, ref.pos + len)) >= 0) {
+      throw new GitError('verify-failed', `object ids out of order or duplicated in the new index at ${r}`);
+    }
+  }
+  const source: IdxSource = {
+    count: n,
+    copyId: (r, out, pos) => {
+      idOf(plan, sorted[r]!, ref);
+      out.set(ref.buf.subarray(ref.pos, ref.pos + len), pos);
+    },
+    offset: (r) => outOffset[sorted[r]!]!,
+    crc: (r) => outCrc[sorted[r]!]!,
+  };
+  return { count: n, source, sorted, outOrder: plan.outOrder, outOffset, outCrc };
+}
