@@ -75,7 +75,10 @@ function census(dir) {
 function diff(a, b) {
   const key = (e) => e?.replace(' (stored block)', '');
   let n = 0;
-  for (const [id, e] of a) if (key(b.get(id)) !== key(e)) n++;
+  for (const [id, e] of a) {
+    if (key(b.get(id)) === key(e)) continue;
+    if (n++ < 3) console.log(`  ${id}: ${e} here, ${b.get(id)} there`);
+  }
   return n + Math.abs(a.size - b.size);
 }
 
