@@ -1,4 +1,4 @@
-import type { BenchResult, Cell, ScenarioResult } from '../commands/bench.js';
+import type { BenchResult, Cell, ScenarioResult } from './types.js';
 import { CACHE_VARIANTS } from './base-cache.js';
 
 export function mib(bytes: number): string {

@@ -1,4 +1,4 @@
-import type { BenchResult, ScenarioResult } from '../commands/bench.js';
+import type { BenchResult, ScenarioResult } from './types.js';
 import { mib, pct, seconds } from './report.js';
 
 /**

@@ -1,95 +1,49 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { corrupt } from '../errors.js';
-import { applyDelta } from '../delta/apply.js';
 import type { CachedObject } from '../delta/cache.js';
-import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
-import { listPackFiles, MAX_DELTA_DEPTH } from '../store/odb.js';
-import { loosePath, readLooseFile } from '../store/loose.js';
-import { Pack } from '../store/pack.js';
+import { ObjectDatabase } from '../store/odb.js';
 import type { BaseCache } from './base-cache.js';
 
 /**
- * A small object reader for the reader experiments: the packs (and loose objects) of one object
- * directory, every read going through a pluggable delta base cache. It mirrors
- * `ObjectDatabase.readPacked` (git's `unpack_entry`: down the chain to a cached or whole base,
- * then the deltas applied back up, each intermediate base cached).
+ * The object reader of the reader experiments: the repository's ObjectDatabase (one delta-chain
+ * resolver, git's `unpack_entry`) with the cache variant under test plugged in.
  */
 export class BenchReader {
-  readonly packs: Pack[];
-  inflated = 0;
+  private readonly odb: ObjectDatabase;
   constructor(
-    readonly objectsDir: string,
+    objectsDir: string,
     readonly algo: HashAlgo,
-    public cache: BaseCache,
+    cache: BaseCache,
   ) {
-    this.packs = listPackFiles(objectsDir).map((f) => Pack.open(f, algo));
+    this.odb = ObjectDatabase.open(algo, [objectsDir]);
+    this.odb.cache = cache;
+  }
+
+  get cache(): BaseCache {
+    return this.odb.cache as BaseCache;
+  }
+
+  set cache(c: BaseCache) {
+    this.odb.cache = c;
+  }
+
+  /** Entries inflated since the counter was last set. */
+  get inflated(): number {
+    return this.odb.inflated;
+  }
+
+  set inflated(n: number) {
+    this.odb.inflated = n;
   }
 
   close(): void {
-    for (const p of this.packs) p.close();
+    this.odb.close();
   }
 
   /** The object, or undefined when it is missing (partial clones). */
   read(id: Uint8Array, pos = 0): CachedObject | undefined {
-    for (let pi = 0; pi < this.packs.length; pi++) {
-      const p = this.packs[pi]!;
-      const j = p.idx.find(id, pos);
-      if (j >= 0) return this.readPacked(pi, p.idx.offsets[j]!);
-    }
-    const f = loosePath(this.objectsDir, id.subarray(pos, pos + this.algo.len));
-    return existsSync(f) ? readLooseFile(f) : undefined;
-  }
-
-  private readPacked(pi: number, offset: number): CachedObject {
-    const stack: { key: number; delta: Buffer }[] = [];
-    let p = this.packs[pi]!;
-    let off = offset;
-    let base: CachedObject | undefined;
-    for (;;) {
-      const key = pi * 2 ** 40 + off;
-      const hit = this.cache.get(key);
-      if (hit !== undefined) {
-        base = hit;
-        break;
-      }
-      const e = p.entryAt(off, p.endOf(off));
-      this.inflated++;
-      if (isBaseType(e.hdr.type)) {
-        base = { type: e.hdr.type, data: p.inflate(e) };
-        if (stack.length > 0) this.cache.set(key, base);
-        break;
-      }
-      if (stack.length >= MAX_DELTA_DEPTH) throw corrupt('bad-delta', p.packPath, off, 'delta chain too deep');
-      stack.push({ key, delta: p.inflate(e) });
-      if (e.hdr.type === OBJ_OFS_DELTA) off -= e.hdr.baseDistance;
-      else if (e.hdr.type === OBJ_REF_DELTA) {
-        let found = false;
-        for (let k = 0; k < this.packs.length; k++) {
-          const j = this.packs[k]!.idx.find(e.raw, e.hdr.baseIdPos);
-          if (j >= 0) {
-            pi = k;
-            p = this.packs[k]!;
-            off = p.idx.offsets[j]!;
-            found = true;
-            break;
-          }
-        }
-        if (!found) {
-          const obj = this.read(Buffer.from(e.raw.subarray(e.hdr.baseIdPos, e.hdr.baseIdPos + this.algo.len)));
-          if (obj === undefined) throw corrupt('missing-object', p.packPath, off, 'delta base not found');
-          base = obj;
-          break;
-        }
-      }
-    }
-    while (stack.length > 0) {
-      const d = stack.pop()!;
-      base = { type: base.type, data: applyDelta(base.data, d.delta) };
-      if (stack.length > 0) this.cache.set(d.key, base);
-    }
-    return base;
+    const where = this.odb.locate(id, pos);
+    return where === undefined ? undefined : this.odb.readAt(where);
   }
 }
 

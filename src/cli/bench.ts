@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { bench, COMMAND_IDS } from '../commands/bench.js';
 import { parseScenarioList } from '../bench/scenarios.js';
-import { READER_EXPERIMENTS, type ReaderExperimentName } from '../bench/reader.js';
+import { READER_EXPERIMENTS, type ReaderExperimentName } from '../commands/bench-reader.js';
 import { formatReport, shareOfBoth } from '../bench/report.js';
 import { renderSvg } from '../bench/svg.js';
 import { childrenCpuSeconds } from '../bench/timing.js';

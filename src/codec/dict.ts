@@ -6,7 +6,7 @@ import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.j
 
 /**
  * Dictionary kinds of a zstd pack: one per object type, and one for the deltas of trees and of
- * blobs (their data looks nothing like whole objects). Measured (docs/zstd.md): a 110 KiB
+ * blobs (their data looks nothing like whole objects). Measured (docs/benchmarks.md §5): a 110 KiB
  * dictionary trained on a repository's own objects takes trees from 69.5 % (zlib) to ~31 %.
  */
 export const DICT_KINDS = ['commit', 'tree', 'blob', 'tag', 'tree-delta', 'blob-delta'] as const;

@@ -4,11 +4,14 @@ import { GitError } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { CACHE_VARIANTS, makeCache, type CacheVariant } from './base-cache.js';
-import { lookupBench, type LookupResult } from './lookup.js';
-import { BenchReader, logWalk, resolveHead, type WalkStats } from './walk.js';
-import { zstdBench, type ZstdResult } from './zstd.js';
-import { selfCpuSeconds } from './timing.js';
+import { CACHE_VARIANTS, makeCache, type CacheVariant } from '../bench/base-cache.js';
+import { lookupBench } from '../bench/lookup.js';
+import { BenchReader, logWalk, resolveHead } from '../bench/walk.js';
+import { zstdBench } from './bench-zstd.js';
+import type { CacheResult, CacheRow, ReaderResults } from '../bench/types.js';
+
+export type { CacheResult, CacheRow, ReaderResults } from '../bench/types.js';
+import { selfCpuSeconds } from '../bench/timing.js';
 
 export const READER_EXPERIMENTS = ['cache', 'lookup', 'zstd'] as const;
 export type ReaderExperimentName = (typeof READER_EXPERIMENTS)[number];
@@ -17,31 +20,6 @@ export type ReaderExperimentName = (typeof READER_EXPERIMENTS)[number];
 export const CACHE_CAPS = [256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536];
 /** core.deltaBaseCacheLimit's default, as in the seed's runs. */
 export const CACHE_BYTES = 96 * 1024 * 1024;
-
-export interface CacheRow {
-  workload: 'log-raw' | 'log-S';
-  variant: CacheVariant;
-  maxEntries: number;
-  /** Best of the rounds, CPU seconds of this process (the seed quoted best-of-3). */
-  seconds: number;
-  hitRate: number;
-  inflated: number;
-  evictionSteps: number;
-  walk: WalkStats;
-}
-
-export interface CacheResult {
-  commits: number;
-  maxBytes: number;
-  rounds: number;
-  rows: CacheRow[];
-}
-
-export interface ReaderResults {
-  cache?: CacheResult | undefined;
-  lookup?: LookupResult | undefined;
-  zstd?: ZstdResult | undefined;
-}
 
 function readText(f: string): string | undefined {
   try {

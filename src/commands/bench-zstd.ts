@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import type { HashAlgo } from '../hash/algo.js';
 import { zstdUnavailable } from '../codec/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
-import { exportZpack, DEFAULT_ZSTD_LEVEL } from '../commands/zstd.js';
-import { repositoryRefs, walkObjects } from '../commands/walk.js';
+import { exportZpack, DEFAULT_ZSTD_LEVEL } from './zstd.js';
+import { repositoryRefs, walkObjects } from './walk.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
+import type { ZstdResult } from '../bench/types.js';
+
+export type { ZstdResult } from '../bench/types.js';
 import { Pack } from '../store/pack.js';
 import { discoverRepository } from '../store/repo.js';
 
@@ -16,19 +19,6 @@ import { discoverRepository } from '../store/repo.js';
  * zlib packs, interleaved, the median of `rounds`. The zstd pack is written to a temporary
  * directory for the measurement and deleted afterwards.
  */
-export type ZstdResult =
-  | { available: false; reason: string }
-  | {
-      available: true;
-      reader: string;
-      objects: number;
-      zstdBytes: number;
-      zlibBytes: number;
-      zstdSeconds: number;
-      zlibSeconds: number;
-      rounds: number;
-    };
-
 export async function zstdBench(gitDir: string, algo: HashAlgo, rounds: number): Promise<ZstdResult> {
   const why = zstdUnavailable();
   if (why !== undefined) return { available: false, reason: why };

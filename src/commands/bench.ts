@@ -6,24 +6,15 @@ import { makePrivateCopy, dirBytes } from '../bench/copy.js';
 import { coldSupport, evict, probeColdRead } from '../bench/cold.js';
 import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit, spread, timeGit, warmFiles, type RunTime } from '../bench/timing.js';
 import type { Scenario } from '../bench/scenarios.js';
-import { runReaderExperiments, type ReaderExperimentName, type ReaderResults } from '../bench/reader.js';
-
-import type { Level } from '../repack/levels.js';
+import type { BenchCommand, BenchResult, Cell } from '../bench/types.js';
+import { runReaderExperiments, type ReaderExperimentName } from './bench-reader.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
 import { repack, type RepackResult } from './repack.js';
 
-/** One timed git command (a column of the table). */
-export interface BenchCommand {
-  id: string;
-  /** Column heading. */
-  label: string;
-  /** git's arguments after `--git-dir` and the `-c` settings. */
-  args: string[];
-  commitGraph: boolean;
-}
+export type { BenchCommand, BenchResult, Cell, ScenarioResult } from '../bench/types.js';
 
 /** A warm run shorter than this is repeated back to back and timed as one (then divided). */
 export const MIN_RUN_SECONDS = 0.5;
@@ -76,56 +67,6 @@ export interface BenchOptions {
   onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
   onWarning?: ((message: string) => void) | undefined;
   signal?: AbortSignal | undefined;
-}
-
-export interface Cell {
-  /** Median of the runs, seconds, on the result's clock. */
-  median: number;
-  runs: number[];
-  /** Both clocks of every run (wall-clock and git's user + system CPU seconds). */
-  wall: number[];
-  cpu: number[];
-  /** Median over rounds of (this / none in the same round) − 1; 0 for none itself. */
-  vsNone: number;
-  /** (max − min) / median of the runs. */
-  spread: number;
-}
-
-export interface ScenarioResult {
-  name: string;
-  description: string;
-  levels: { commit: Level; tree: Level; blob: Level; tag: Level };
-  /** Sum of the `.pack` files after the rewrite. */
-  packBytes: number;
-  /** Everything under objects/ but the commit-graph. */
-  objectDirBytes: number;
-  commitGraphBytes: number;
-  packs: { name: string; bytes: number; objects: number }[];
-  reencoded: { commit: number; tree: number; blob: number; tag: number };
-  setupSeconds: number;
-  /** For auto scenarios: a second rewrite with the same settings would re-encode this many entries (must be 0). */
-  rerunReencodes?: number | undefined;
-  warm: Record<string, Cell>;
-  cold: Record<string, Cell>;
-  copy?: string | undefined;
-}
-
-export interface BenchResult {
-  repository: string;
-  gitVersion: string;
-  objects: number;
-  promisor: boolean;
-  runs: number;
-  clock: 'wall' | 'cpu';
-  logN: number;
-  /** Per command: invocations per warm run (short commands are batched; cold runs are single). */
-  commands: (BenchCommand & { line: string; repeat: number })[];
-  cold: { requested: boolean; available: boolean; reason: string; rereadMBps?: number | undefined };
-  scenarios: ScenarioResult[];
-  reader?: ReaderResults | undefined;
-  workDir: string;
-  kept: boolean;
-  seconds: number;
 }
 
 /** Every file git reads in a walk of the copy (objects/ and packed-refs): what is warmed and evicted. */

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { listRefs } from '../store/refs.js';
 import { GitError } from '../errors.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
 import { OidTable } from '../hash/oid-table.js';
@@ -17,13 +17,9 @@ export interface WalkResult {
   ms: number;
 }
 
-/** `<hex> <refname>` lines: the repository's refs and HEAD, or a zstd pack's refs section. */
+/** `<hex> <refname>` lines: the repository's refs and HEAD (store/refs.ts). */
 export function repositoryRefs(gitDir: string): string {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_DIR: gitDir };
-  const r = spawnSync('git', ['for-each-ref', '--format=%(objectname) %(refname)'], { env, encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (r.status !== 0) throw new GitError('io', `git for-each-ref failed: ${r.stderr.trim()}`);
-  const head = spawnSync('git', ['rev-parse', '--verify', '-q', 'HEAD'], { env, encoding: 'utf8' });
-  return (head.status === 0 ? `${head.stdout.trim()} HEAD\n` : '') + r.stdout;
+  return listRefs(gitDir, process.env);
 }
 
 /** 0–15 for a hex digit's byte, -1 for anything else. */

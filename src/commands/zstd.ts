@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { listRefs } from '../store/refs.js';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { GitError } from '../errors.js';
@@ -21,7 +21,7 @@ import { buildFsckView, installPack, listPacks, viewDirName } from '../store/pac
 import type { Repository } from '../store/repo.js';
 import { verifyPack } from './verify.js';
 
-/** zstd level by default: as fast as zlib -6 to write, and smaller on every type (docs/zstd.md). */
+/** zstd level by default: as fast as zlib -6 to write, and smaller on every type (docs/benchmarks.md §5). */
 export const DEFAULT_ZSTD_LEVEL = 10;
 /** Samples per dictionary kind, and the bytes taken from each. */
 const SAMPLES = 8000;
@@ -49,12 +49,7 @@ export interface ExportResult {
 }
 
 function refsOf(repo: Repository): string {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_DIR: repo.gitDir };
-  const r = spawnSync('git', ['for-each-ref', '--format=%(objectname) %(refname)'], { env, encoding: 'utf8', maxBuffer: 1 << 28 });
-  let out = r.status === 0 ? r.stdout : '';
-  const head = spawnSync('git', ['rev-parse', '--verify', '-q', 'HEAD'], { env, encoding: 'utf8' });
-  if (head.status === 0 && head.stdout.trim() !== '') out = `${head.stdout.trim()} HEAD\n${out}`;
-  return out;
+  return listRefs(repo.gitDir, process.env);
 }
 
 /**

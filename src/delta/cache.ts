@@ -9,10 +9,21 @@ export interface CachedObject {
   data: Buffer;
 }
 
+/**
+ * What a delta-chain resolver needs of a base cache (gitoxide's `DecodeEntry`): the resolver
+ * (ObjectDatabase.readPacked) takes it as a parameter, so that a benchmark swaps the cache
+ * instead of copying the resolver.
+ */
+export interface BaseCacheLike {
+  get(key: number): CachedObject | undefined;
+  set(key: number, value: CachedObject): void;
+  clear?(): void;
+}
+
 /** Default like git's `core.deltaBaseCacheLimit` (96 MiB). */
 export const DEFAULT_DELTA_BASE_CACHE_LIMIT = 96 * 1024 * 1024;
 
-export class DeltaBaseCache {
+export class DeltaBaseCache implements BaseCacheLike {
   private readonly map = new Map<number, CachedObject>();
   private used = 0;
   hits = 0;

@@ -3,7 +3,7 @@ import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
 import { StackArena } from '../delta/arena.js';
-import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
+import { DeltaBaseCache, type BaseCacheLike, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { listLoose, loosePath, readLooseFile } from './loose.js';
 import { OidRefTable, OidTable } from '../hash/oid-table.js';
@@ -30,7 +30,10 @@ export function listPackFiles(objectsDir: string): string[] {
 export class ObjectDatabase {
   readonly packs: Pack[] = [];
   private readonly packIds = new Map<Pack, number>();
-  readonly cache: DeltaBaseCache;
+  /** The delta base cache every chain goes through: one byte-capped LRU list unless a benchmark swaps it. */
+  cache: BaseCacheLike;
+  /** Entries inflated so far (the reader experiments' cost measure). */
+  inflated = 0;
 
   constructor(
     readonly algo: HashAlgo,
@@ -56,7 +59,7 @@ export class ObjectDatabase {
 
   close(): void {
     for (const p of this.packs) p.close();
-    this.cache.clear();
+    this.cache.clear?.();
   }
 
   private bulk: { tables: OidRefTable[]; loose: OidTable; looseDir: string[] } | undefined;
@@ -172,6 +175,7 @@ export class ObjectDatabase {
       }
       // Read into the pack's scratch buffer; only a delta, kept on the stack, gets its own copy.
       const seen = p.entryAt(off, p.endOf(off), false);
+      this.inflated++;
       if (isBaseType(seen.hdr.type)) {
         const last = stack.length === 0;
         base = { type: seen.hdr.type, data: p.inflate(seen, 0, last && transient ? this.resultBuf.room(seen.hdr.size) : undefined) };
