@@ -105,7 +105,17 @@ describe('the threaded pack writer writes what the plain one writes', () => {
       tables.offsets[k] = t.offset;
       t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(100), k);
     }
+    const openOn = (f: string): number => fs.readdirSync('/proc/self/fd').filter((fd) => {
+      try {
+        return fs.readlinkSync(`/proc/self/fd/${fd}`) === f;
+      } catch {
+        return false;
+      }
+    }).length;
+    expect(openOn(file)).toBe(1);
     await t.abort();
+    // The writer closed its descriptor (not merely: the file can be deleted).
+    expect(openOn(file)).toBe(0);
     fs.rmSync(file);
     expect(fs.existsSync(file)).toBe(false);
   });

@@ -1,3 +1,4 @@
+import { deflateSync } from 'node:zlib';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -30,10 +31,9 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-/** zlib's FLEVEL for a level (deflate.c), which is what the stream header records. */
+/** zlib's FLEVEL for a level: what zlib itself writes in the header at that level. */
 function flevel(level: number): number {
-  const l = level === -1 ? 6 : level;
-  return l < 2 ? 0 : l < 6 ? 1 : l === 6 ? 2 : 3;
+  return deflateSync(Buffer.from('flevel'), { level }).readUInt8(1) >> 6;
 }
 
 function packFiles(repo: string): string[] {
