@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
@@ -17,7 +17,8 @@ import { listLoose } from '../store/loose.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
-import { buildFsckView, installPack, listPacks, viewDirName } from '../store/packdir.js';
+import { buildFsckView, ensurePackDir, installPack, listPacks, makeViewDir, removeView } from '../store/packdir.js';
+import { sharedRepositoryOf } from '../store/shared-perm.js';
 import type { Repository } from '../store/repo.js';
 import { verifyPack } from './verify.js';
 
@@ -197,8 +198,15 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     z.close();
     throw new GitError('unsupported', why);
   }
-  const packDir = join(repo.objectsDir, 'pack');
-  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir);
+  const shared = sharedRepositoryOf(repo.config);
+  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
+  let packDir: string;
+  try {
+    packDir = ensurePackDir(repo.objectsDir, shared);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
   const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
   const promisorTmp = tmpPath(packDir, 'promisor');
@@ -223,10 +231,10 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     await proveWrittenPack(written, algo, [z], [], () => false, opts.onProgress);
     const hex = toHex(written.checksum);
     const promisor = z.zpack!.promisor;
-    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o644);
+    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o666); // as git repack's write_promisor_file (fopen)
     const exists = existsSync(join(packDir, `pack-${hex}.idx`));
     if (!exists && opts.fsck !== 'none') {
-      viewDir = viewDirName(repo.objectsDir);
+      viewDir = makeViewDir(repo.objectsDir);
       buildFsckView(repo.objectsDir, viewDir, [
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
         ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
@@ -234,12 +242,12 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
       const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
     }
-    if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined });
+    if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined }, shared);
     return { file, objects: written.count, newPack: `pack-${hex}`, promisor, alreadyPresent: exists, stats };
   } finally {
     odb.close();
     for (const f of [tmp.pack, tmp.idx, tmp.rev, promisorTmp]) unlinkIfExists(f);
-    if (viewDir !== undefined) rmSync(viewDir, { recursive: true, force: true });
+    if (viewDir !== undefined) removeView(viewDir);
     lock.release();
   }
 }
