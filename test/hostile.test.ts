@@ -16,7 +16,7 @@ import { hostname } from 'node:os';
 import * as path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { fixturePath, type FixtureName } from './fixtures/index.js';
-import { LONG, record, scaled } from './helpers/faults.js';
+import { digestDiff, LONG, record, scaled, treeDigest } from './helpers/faults.js';
 import { git, objectSet } from './helpers/git.js';
 import { hostileCorpus, type Variant } from './helpers/hostile.js';
 import { inProcess, pinProcessEnv, tryVariant, viaCli, type Run } from './helpers/hostile-run.js';
@@ -304,6 +304,39 @@ describe('hostile repositories', () => {
       sb.drop();
     }
   }, 60_000);
+
+  it('5. zstd-import: an object above core.bigFileThreshold is refused before anything is written', () => {
+    const sb = sandbox('zstd');
+    try {
+      // 64 MiB of zeros: a zstd frame of a few KiB declares it.
+      fs.writeFileSync(path.join(sb.repo, 'zeros.bin'), Buffer.alloc(64 << 20));
+      gitOkIn(sb.repo, ['add', 'zeros.bin']);
+      gitOkIn(sb.repo, ['commit', '-qm', 'zeros']);
+      gitOkIn(sb.repo, ['repack', '-a', '-d', '-q']);
+      const file = path.join(sb.outside, 'all.zpack');
+      expect(runTool(sb.repo, ['--zstd', '-q', '-o', file]).status).toBe(0);
+      expect(fs.statSync(file).size).toBeLessThan(1 << 20);
+      const target = path.join(sb.top, 'target');
+      gitOkIn(sb.top, ['init', '-q', target]);
+      gitOkIn(target, ['config', 'core.bigFileThreshold', '16m']);
+      const s = snapshot(sb);
+      const before = treeDigest(target);
+      const r = viaCli(['zstd-import', '-q', file], target);
+      expect(r.status, r.stderr).toBe(128);
+      const blob = gitOkIn(sb.repo, ['rev-parse', 'HEAD:zeros.bin']).trim();
+      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file}: object ${blob} at offset \\d+ declares 67108864 bytes, more than core.bigFileThreshold \\(16777216\\)`, 'm'));
+      if (r.maxRssKiB !== undefined) expect(r.maxRssKiB).toBeLessThan(150 * 1024);
+      expect(digestDiff(before, treeDigest(target))).toEqual([]);
+      // Under the default threshold it imports, nothing lost.
+      gitOkIn(target, ['config', '--unset', 'core.bigFileThreshold']);
+      const ok = viaCli(['zstd-import', '-q', file], target);
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(objectSet(target)).toEqual(objectSet(sb.repo));
+      expect(digestDiff(s.outside, treeDigest(sb.outside))).toEqual([]);
+    } finally {
+      sb.drop();
+    }
+  }, 90_000);
 
   it('6. GIT_OBJECT_DIRECTORY with a multi-pack-index: rewritten where it was', () => {
     const sb = sandbox('objdir');

@@ -184,7 +184,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     if (!opts.dryRun) {
       step = 'finishing an interrupted run';
       state = 'the repository is as the interrupted run left it';
-      result.leftoversCleaned.push(...recoverJournal({ objectsDir: repo.objectsDir, algo, lock: lock!, warn, rewriteMidx: (bitmap) => rewriteMidx(repo, bitmap, warn) }));
+      result.leftoversCleaned.push(...recoverJournal({ objectsDir: repo.objectsDir, algo, lock: lock!, warn, shared, rewriteMidx: (bitmap) => rewriteMidx(repo, bitmap, warn) }));
       result.leftoversCleaned.push(...cleanLeftovers(repo.objectsDir));
       ensurePackDir(repo.objectsDir, shared);
       fault('phase:start');

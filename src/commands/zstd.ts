@@ -180,6 +180,32 @@ export interface ImportResult {
   stats: RewriteStats;
 }
 
+/** git's default `core.bigFileThreshold`. */
+const BIG_FILE_THRESHOLD = 512 << 20;
+
+function bigFileThreshold(repo: Repository): number {
+  const n = repo.config.getInt('core.bigfilethreshold');
+  return n !== undefined && n >= 0 ? n : BIG_FILE_THRESHOLD;
+}
+
+/**
+ * A zstd frame can declare far more than it holds (a 10 KB file, a 256 MiB object), and the
+ * import holds each object whole, several times over: every entry above `core.bigFileThreshold`
+ * (git's limit for holding an object in memory) is refused before anything is read or written.
+ */
+function checkDeclaredSizes(z: Pack, file: string, limit: number): void {
+  for (let j = 0; j < z.count; j++) {
+    const off = z.idx.offsets[j]!;
+    const e = z.entryAt(off, Math.min(z.end(j), off + 64));
+    if (e.hdr.size <= limit) continue;
+    throw new GitError(
+      'unsupported',
+      `${file}: object ${toHex(z.idx.idAt(j))} at offset ${off} declares ${e.hdr.size} bytes, more than core.bigFileThreshold (${limit}); zstd-import holds each object whole: raise core.bigFileThreshold to import it`,
+      { file, offset: off },
+    );
+  }
+}
+
 /**
  * `git repack-ts zstd-import <file>`: a zstd pack back into a normal pack of the repository, at
  * the repository's levels, every delta kept. The same path as the rewrite: temporary files,
@@ -198,6 +224,13 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     z.close();
     throw new GitError('unsupported', why);
   }
+  const limit = bigFileThreshold(repo);
+  try {
+    checkDeclaredSizes(z, file, limit);
+  } catch (e) {
+    z.close();
+    throw e;
+  }
   const shared = sharedRepositoryOf(repo.config);
   const lock = acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
   let packDir: string;
@@ -210,6 +243,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
   const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
   const promisorTmp = tmpPath(packDir, 'promisor');
+  odb.maxObjectSize = limit; // a delta's result as well
   let viewDir: string | undefined;
   try {
     odb.addPack(z);

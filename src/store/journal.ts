@@ -74,7 +74,8 @@ export function journalPack(name: string, idxPath: string, algo: HashAlgo): Jour
   }
 }
 
-export function writeJournal(objectsDir: string, j: Journal, shared: number): void {
+/** Writes the journal; `adopting` one already there, a failure leaves that one in place. */
+export function writeJournal(objectsDir: string, j: Journal, shared: number, adopting = false): void {
   const path = journalPath(objectsDir);
   try {
     unlinkIfExists(path + '.tmp');
@@ -85,7 +86,7 @@ export function writeJournal(objectsDir: string, j: Journal, shared: number): vo
   } catch (e) {
     // Nothing is installed yet: a journal that could not be completed is simply dropped.
     bestEffort(() => unlinkIfExists(path + '.tmp'));
-    bestEffort(() => unlinkIfExists(path));
+    if (!adopting) bestEffort(() => unlinkIfExists(path));
     throw e;
   }
 }
@@ -114,6 +115,8 @@ export interface Recovery {
   algo: HashAlgo;
   lock: RepoLock;
   warn: (m: string) => void;
+  /** core.sharedRepository (store/shared-perm.ts). */
+  shared: number;
   /** `git multi-pack-index write`, as the run itself would have done. */
   rewriteMidx: (bitmap: boolean) => boolean;
 }
@@ -125,8 +128,11 @@ export function recoverJournal(r: Recovery): string[] {
   // A journal never completed (nothing had been installed); only a file of ours, links are not followed.
   const tmp = readSmallFile(path + '.tmp', 0);
   if (tmp !== undefined && 'st' in tmp && tmp.st.uid === (getuid?.() ?? tmp.st.uid)) unlinkIfExists(path + '.tmp');
-  const j = readTiedJournal(path, r.lock, r.algo);
-  if (j === undefined) return [];
+  const found = readTiedJournal(path, r.lock, r.algo);
+  if (found === undefined) return [];
+  // Adopted before anything is done: a kill of this run leaves a journal tied to this run's lock.
+  const j = { ...found, pid: r.lock.owner.pid, nonce: r.lock.owner.nonce };
+  writeJournal(r.objectsDir, j, r.shared, true);
   const done: string[] = [];
   const installedOk = j.installed.every((b) => exists(join(packDir, b + '.idx')) && exists(join(packDir, b + '.pack')));
   if (installedOk) done.push(...finishRemovals(r, j, path));
