@@ -276,7 +276,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         }
         x.promisorTmp = tmpPath(packDir, 'promisor');
         tmpFiles.push(x.promisorTmp);
-        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o666); // as git repack's write_promisor_file (fopen)
+        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
       }
     }
 

@@ -265,7 +265,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     await proveWrittenPack(written, algo, [z], [], () => false, opts.onProgress);
     const hex = toHex(written.checksum);
     const promisor = z.zpack!.promisor;
-    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o666); // as git repack's write_promisor_file (fopen)
+    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
     const exists = existsSync(join(packDir, `pack-${hex}.idx`));
     if (!exists && opts.fsck !== 'none') {
       viewDir = makeViewDir(repo.objectsDir);

@@ -221,9 +221,8 @@ function finishRemovals(r: Recovery, j: Journal, path: string): string[] {
     if (missing === 0) removable.push(b);
     else r.warn(`${b}.pack: ${missing < 0 ? 'its index cannot be read' : `${missing} of its objects are in no installed or kept pack`}; left alone`);
   }
-  if (removable.length === 0) return [];
   // As in the run itself: a multi-pack-index naming a pack we remove goes first.
-  if (j.midx.rewrite) {
+  if (j.midx.rewrite && removable.length > 0) {
     const mf = midxFiles(r.objectsDir);
     if (mf.midx !== undefined) unlinkIfExists(mf.midx);
     for (const e of mf.extras) unlinkIfExists(e);
