@@ -131,18 +131,18 @@ export function recoverJournal(r: Recovery): string[] {
   const found = readTiedJournal(path, r.lock, r.algo);
   if (found === undefined) return [];
   // Adopted before anything is done: a kill of this run leaves a journal tied to this run's lock.
-  const j = { ...found, pid: r.lock.owner.pid, nonce: r.lock.owner.nonce };
+  const j = { ...found.j, pid: r.lock.owner.pid, nonce: r.lock.owner.nonce };
   writeJournal(r.objectsDir, j, r.shared, true);
   const done: string[] = [];
   const installedOk = j.installed.every((b) => exists(join(packDir, b + '.idx')) && exists(join(packDir, b + '.pack')));
-  if (installedOk) done.push(...finishRemovals(r, j, path));
+  if (installedOk) done.push(...finishRemovals(r, j, found.mtimeMs));
   else done.push(...rollbackInstall(packDir, j.installed));
   unlinkIfExists(path);
   return done;
 }
 
 /** The journal at `path` when it is tied to the killed or failed run of ours (see above); throws otherwise. */
-function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): Journal | undefined {
+function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): { j: Journal; mtimeMs: number } | undefined {
   const f = readSmallFile(path, MAX_JOURNAL_BYTES);
   if (f === undefined) return undefined;
   const refuse = (why: string): never => {
@@ -171,7 +171,7 @@ function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): Journal 
   if (prev !== undefined && (prev.pid !== j.pid || prev.nonce !== j.nonce)) {
     return refuse(`the lock we took over was left by pid ${prev.pid}, not by the run that wrote it (pid ${j.pid})`);
   }
-  return j;
+  return { j, mtimeMs: f.st.mtimeMs };
 }
 
 function parseJournal(raw: Partial<Journal>, len: number): Journal | undefined {
@@ -191,8 +191,9 @@ function parseJournal(raw: Partial<Journal>, len: number): Journal | undefined {
  * its `.idx` is found in a pack the journal names and that still has the checksums it recorded,
  * or in a pack kept with `.keep`. Anything else stays, with a warning.
  */
-function finishRemovals(r: Recovery, j: Journal, path: string): string[] {
+function finishRemovals(r: Recovery, j: Journal, journalTime: number): string[] {
   const packDir = join(r.objectsDir, 'pack');
+  const path = journalPath(r.objectsDir);
   const provers: PackIndex[] = [];
   for (const p of j.packs) {
     const idx = checkedIdx(join(packDir, p.name), r.algo, p.idx);
@@ -237,7 +238,7 @@ function finishRemovals(r: Recovery, j: Journal, path: string): string[] {
     // would fail on it. One no older than the journal was made during that run: ours.
     const lockPath = join(packDir, 'multi-pack-index.lock');
     const lockTime = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
-    if (lockTime !== undefined && lockTime >= statSync(path).mtimeMs) {
+    if (lockTime !== undefined && lockTime >= journalTime) {
       unlinkIfExists(lockPath);
       r.warn(`removed ${lockPath}, left by git multi-pack-index write in an interrupted run`);
     }
