@@ -308,8 +308,8 @@ describe('hostile repositories', () => {
   it('5. zstd-import: an object above core.bigFileThreshold is refused before anything is written', () => {
     const sb = sandbox('zstd');
     try {
-      // 64 MiB of zeros: a zstd frame of a few KiB declares it.
-      fs.writeFileSync(path.join(sb.repo, 'zeros.bin'), Buffer.alloc(64 << 20));
+      // 24 MiB of zeros: a zstd frame of a few KiB declares it.
+      fs.writeFileSync(path.join(sb.repo, 'zeros.bin'), Buffer.alloc(24 << 20));
       gitOkIn(sb.repo, ['add', 'zeros.bin']);
       gitOkIn(sb.repo, ['commit', '-qm', 'zeros']);
       gitOkIn(sb.repo, ['repack', '-a', '-d', '-q']);
@@ -318,13 +318,13 @@ describe('hostile repositories', () => {
       expect(fs.statSync(file).size).toBeLessThan(1 << 20);
       const target = path.join(sb.top, 'target');
       gitOkIn(sb.top, ['init', '-q', target]);
-      gitOkIn(target, ['config', 'core.bigFileThreshold', '16m']);
+      gitOkIn(target, ['config', 'core.bigFileThreshold', '8m']);
       const s = snapshot(sb);
       const before = treeDigest(target);
       const r = viaCli(['zstd-import', '-q', file], target);
       expect(r.status, r.stderr).toBe(128);
       const blob = gitOkIn(sb.repo, ['rev-parse', 'HEAD:zeros.bin']).trim();
-      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file}: object ${blob} at offset \\d+ declares 67108864 bytes, more than core.bigFileThreshold \\(16777216\\)`, 'm'));
+      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file}: object ${blob} at offset \\d+ declares 25165824 bytes, more than core.bigFileThreshold \\(8388608\\)`, 'm'));
       if (r.maxRssKiB !== undefined) expect(r.maxRssKiB).toBeLessThan(150 * 1024);
       expect(digestDiff(before, treeDigest(target))).toEqual([]);
       // Under the default threshold it imports, nothing lost.

@@ -55,8 +55,6 @@ export interface RepackResult {
   leftoversCleaned: string[];
 }
 
-const PACK_NAME = /^pack-[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
-
 function normalizeKeep(name: string): string {
   return basename(name).replace(/\.(pack|idx)$/, '');
 }
