@@ -1,14 +1,17 @@
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { listLoose, loosePath } from '../store/loose.js';
 import { acquireRepackLock } from '../store/lock.js';
+import { journalPack, newJournal, recoverJournal, removeJournal, rollbackInstall, writeJournal, type JournalPack } from '../store/journal.js';
+import { readSmallFile } from '../store/regular.js';
+import { sharedRepositoryOf } from '../store/shared-perm.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { buildFsckView, cleanLeftovers, installPack, listPacks, midxFiles, removeLoose, removePack, viewDirName, type PackInfo } from '../store/packdir.js';
-import { fault, fsyncDir, renameInto, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
+import { buildFsckView, cleanLeftovers, ensurePackDir, installPack, listPacks, makeViewDir, midxFiles, removeLoose, removePack, removeView, type PackInfo } from '../store/packdir.js';
+import { fault, fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
@@ -55,109 +58,12 @@ export interface RepackResult {
   leftoversCleaned: string[];
 }
 
-/**
- * `objects/repack-ts.journal`: written (atomically, fsynced) before the first new pack is
- * installed and removed once the old files are gone. The next run finds it after a kill and
- * either finishes the removals (every pack being installed has its .idx) or takes back a partial
- * install (nothing had been removed yet). It lives in the object directory like everything we
- * write; git ignores files it does not know there.
- */
-const JOURNAL = 'repack-ts.journal';
-
-interface Journal {
-  /** Names (`pack-<hash>`) of the packs being installed. */
-  installed: string[];
-  /** Names of the packs to remove once they are. */
-  remove: string[];
-  midx: { rewrite: boolean; bitmap: boolean };
-}
-
-const PACK_NAME = /^pack-[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
-
 function normalizeKeep(name: string): string {
   return basename(name).replace(/\.(pack|idx)$/, '');
 }
 
-function writeJournal(path: string, j: Journal): void {
-  try {
-    unlinkIfExists(path + '.tmp');
-    writeFileDurable(path + '.tmp', Buffer.from(JSON.stringify(j)), 0o644);
-    renameInto(path + '.tmp', path);
-    fsyncDir(join(path, '..'));
-  } catch (e) {
-    // Nothing is installed yet: a journal that could not be completed is simply dropped.
-    bestEffort(() => unlinkIfExists(path + '.tmp'));
-    bestEffort(() => unlinkIfExists(path));
-    throw e;
-  }
-}
-
-/** Pack names from a journal, only well-formed ones: a damaged journal can name nothing else. */
-function journalNames(v: unknown): string[] {
-  return Array.isArray(v) ? v.filter((b): b is string => typeof b === 'string').map((b) => basename(b)).filter((b) => PACK_NAME.test(b)) : [];
-}
-
-/**
- * Takes back the files of an install that did not finish: a `.pack`, `.rev` or `.promisor`
- * without its `.idx` is invisible to git, so removing it cannot lose an object.
- */
-function rollbackInstall(packDir: string, names: string[]): string[] {
-  const taken: string[] = [];
-  for (const name of names) {
-    const b = join(packDir, name);
-    if (existsSync(b + '.idx')) continue;
-    for (const ext of ['.pack', '.rev', '.promisor']) if (unlinkIfExists(b + ext)) taken.push(b + ext);
-  }
-  if (taken.length > 0) fsyncDir(packDir);
-  return taken;
-}
-
-/** Finishes, or rolls back, a run that was killed after writing its journal (see `JOURNAL`). */
-function recoverJournal(repo: Repository, warn: (m: string) => void): string[] {
-  const path = join(repo.objectsDir, JOURNAL);
-  const packDir = join(repo.objectsDir, 'pack');
-  unlinkIfExists(path + '.tmp'); // a journal never completed: nothing had been installed
-  if (!existsSync(path)) return [];
-  let j: { installed: string[]; remove: string[]; midx: { rewrite: boolean; bitmap: boolean } };
-  try {
-    const raw = JSON.parse(readFileSync(path, 'utf8')) as Partial<Journal>;
-    j = { installed: journalNames(raw.installed), remove: journalNames(raw.remove), midx: { rewrite: raw.midx?.rewrite === true, bitmap: raw.midx?.bitmap === true } };
-  } catch {
-    unlinkIfExists(path); // torn write: it was renamed into place complete, so this is not ours
-    return [];
-  }
-  const done: string[] = [];
-  const installedOk = j.installed.every((b) => existsSync(join(packDir, b + '.idx')) && existsSync(join(packDir, b + '.pack')));
-  if (installedOk) {
-    const removable = j.remove.filter((b) => !j.installed.includes(b)).map((b) => join(packDir, b));
-    // As in the run itself: a multi-pack-index naming a pack we remove goes first.
-    if (j.midx.rewrite) {
-      const mf = midxFiles(repo.objectsDir);
-      if (mf.midx !== undefined) unlinkIfExists(mf.midx);
-      for (const e of mf.extras) unlinkIfExists(e);
-      fsyncDir(packDir);
-    }
-    // Whatever is left of each pack, not only its .idx or .pack: a kill may fall between two unlinks.
-    for (const b of removable) if (removePack(b)) done.push(b);
-    fsyncDir(packDir);
-    if (j.midx.rewrite) {
-      // A run killed with its process group while git wrote the multi-pack-index leaves git's
-      // lock behind (git removes it on any signal it can catch), and every later midx write
-      // would fail on it. One no older than the journal was made during that run: ours.
-      const lockPath = join(packDir, 'multi-pack-index.lock');
-      const lockTime = statSync(lockPath, { throwIfNoEntry: false })?.mtimeMs;
-      if (lockTime !== undefined && lockTime >= statSync(path).mtimeMs) {
-        unlinkIfExists(lockPath);
-        warn(`removed ${lockPath}, left by git multi-pack-index write in an interrupted run`);
-      }
-      rewriteMidx(repo, j.midx.bitmap, warn);
-    }
-  } else {
-    done.push(...rollbackInstall(packDir, j.installed));
-  }
-  unlinkIfExists(path);
-  return done;
-}
+/** A `.promisor`'s lines: never through a link, regular files only, at most this much. */
+const MAX_PROMISOR_BYTES = 64 << 20;
 
 /**
  * Where the objects git fsck complains about came from (a damaged source pack, say, whose entries
@@ -221,14 +127,15 @@ function isSystemError(e: unknown): e is NodeJS.ErrnoException {
 }
 
 function rewriteMidx(repo: Repository, bitmap: boolean, warn: (m: string) => void): boolean {
-  const args = ['multi-pack-index', 'write'];
+  // The object directory we rewrote, which GIT_OBJECT_DIRECTORY may have put elsewhere.
+  const args = ['multi-pack-index', '--object-dir', repo.objectsDir, 'write'];
   if (bitmap) args.push('--bitmap');
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_DIR: repo.gitDir };
-  delete env.GIT_OBJECT_DIRECTORY;
+  // git finds --object-dir only among the object directories it knows: name ours as its own.
+  const env: NodeJS.ProcessEnv = { ...process.env, GIT_DIR: repo.gitDir, GIT_OBJECT_DIRECTORY: repo.objectsDir };
   let r = spawnSync('git', args, { cwd: repo.gitDir, env, encoding: 'utf8' });
   if (r.status !== 0 && bitmap) {
     warn(`could not write a multi-pack-index bitmap (${(r.stderr || '').trim()}); writing the multi-pack-index without one`);
-    r = spawnSync('git', ['multi-pack-index', 'write'], { cwd: repo.gitDir, env, encoding: 'utf8' });
+    r = spawnSync('git', args.slice(0, -1), { cwd: repo.gitDir, env, encoding: 'utf8' });
   }
   if (r.status !== 0) {
     warn(`could not rewrite the multi-pack-index: ${(r.stderr || '').trim()}`);
@@ -262,7 +169,8 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     fsck: opts.fsck,
     leftoversCleaned: [],
   };
-  const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir);
+  const shared = sharedRepositoryOf(repo.config);
+  const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
   const tmpFiles: string[] = [];
   let viewDir: string | undefined;
   // What a system error (ENOSPC, EROFS, EIO…) interrupted, and what state it left, for its message.
@@ -277,8 +185,9 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     if (!opts.dryRun) {
       step = 'finishing an interrupted run';
       state = 'the repository is as the interrupted run left it';
-      result.leftoversCleaned.push(...recoverJournal(repo, warn));
+      result.leftoversCleaned.push(...recoverJournal({ objectsDir: repo.objectsDir, algo, lock: lock!, warn, shared, rewriteMidx: (bitmap) => rewriteMidx(repo, bitmap, warn) }));
       result.leftoversCleaned.push(...cleanLeftovers(repo.objectsDir));
+      ensurePackDir(repo.objectsDir, shared);
       fault('phase:start');
       step = 'reading the packs';
       state = 'nothing was changed';
@@ -362,11 +271,13 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         const lines = new Set<string>();
         for (const s of x.sources) {
           const f = s.base + '.promisor';
-          if (existsSync(f)) for (const l of readFileSync(f, 'utf8').split('\n')) if (l !== '') lines.add(l);
+          const r = readSmallFile(f, MAX_PROMISOR_BYTES);
+          if (r !== undefined && 'why' in r) warn(`${f}: ${r.why}; its content is not carried over`);
+          else if (r !== undefined) for (const l of r.data.toString('utf8').split('\n')) if (l !== '') lines.add(l);
         }
         x.promisorTmp = tmpPath(packDir, 'promisor');
         tmpFiles.push(x.promisorTmp);
-        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o600); // as git's index-pack writes it (`odb_pack_keep`)
+        writeFileDurable(x.promisorTmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
       }
     }
 
@@ -396,7 +307,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       };
       for (let attempt = 1; ; attempt++) {
         const before = objectsNow();
-        viewDir = viewDirName(repo.objectsDir);
+        viewDir = makeViewDir(repo.objectsDir);
         const viewPacks = [
           ...toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
           ...listPacks(repo.objectsDir)
@@ -406,7 +317,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         buildFsckView(repo.objectsDir, viewDir, viewPacks);
         fault('phase:fsck', viewDir);
         const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: hasPromisor && !promisorRemote });
-        rmSync(viewDir, { recursive: true, force: true });
+        removeView(viewDir);
         viewDir = undefined;
         if (f.ok) break;
         if (attempt < 3 && objectsNow() !== before) continue;
@@ -427,23 +338,22 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     // The journal goes down before anything is installed: a run killed from here on is finished
     // or rolled back by the next one (see `JOURNAL`).
     const mf = midxFiles(repo.objectsDir);
-    const journal: Journal = {
-      installed: toInstall.map((x) => x.final),
-      remove: [...removing].map((b) => basename(b)),
-      midx: { rewrite: mf.midx !== undefined && removing.size > 0, bitmap: mf.bitmap },
-    };
-    const journalPath = join(repo.objectsDir, JOURNAL);
+    const holders: JournalPack[] = [
+      ...written.map((x) => journalPack(x.final, x.w.idxPath, algo)),
+      ...retainedPacks.map((p) => journalPack(basename(p.packPath, '.pack'), p.idxPath, algo)),
+    ];
+    const journal = newJournal(lock!, holders, toInstall.map((x) => x.final), [...removing].map((b) => basename(b)), { rewrite: mf.midx !== undefined && removing.size > 0, bitmap: mf.bitmap });
     step = 'installing the new pack';
-    if (toInstall.length > 0 || removing.size > 0 || written.some((x) => x.loose.length > 0)) writeJournal(journalPath, journal);
+    if (toInstall.length > 0 || removing.size > 0 || written.some((x) => x.loose.length > 0)) writeJournal(repo.objectsDir, journal, shared);
     fault('phase:install');
     // Install: .pack, .rev, .promisor, then .idx last.
     try {
       for (const x of toInstall) {
-        installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp });
+        installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp }, shared);
       }
     } catch (e) {
       bestEffort(() => rollbackInstall(packDir, journal.installed));
-      bestEffort(() => unlinkIfExists(journalPath));
+      bestEffort(() => removeJournal(repo.objectsDir));
       throw e;
     }
     step = 'removing the old packs';
@@ -482,7 +392,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     fault('phase:midx');
     if (journal.midx.rewrite) result.midx = rewriteMidx(repo, journal.midx.bitmap, warn) ? 'rewritten' : 'removed';
     fault('phase:done');
-    unlinkIfExists(journalPath);
+    removeJournal(repo.objectsDir);
     return result;
   } catch (e) {
     if (isSystemError(e)) {
@@ -496,7 +406,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     bestEffort(() => odb.close());
     for (const f of tmpFiles) bestEffort(() => unlinkIfExists(f));
     const view = viewDir;
-    if (view !== undefined) bestEffort(() => rmSync(view, { recursive: true, force: true }));
+    if (view !== undefined) bestEffort(() => removeView(view));
     lock?.release();
   }
 }

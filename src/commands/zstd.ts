@@ -1,5 +1,5 @@
 import { listRefs } from '../store/refs.js';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
@@ -17,7 +17,8 @@ import { listLoose } from '../store/loose.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
-import { buildFsckView, installPack, listPacks, viewDirName } from '../store/packdir.js';
+import { buildFsckView, ensurePackDir, installPack, listPacks, makeViewDir, removeView } from '../store/packdir.js';
+import { sharedRepositoryOf } from '../store/shared-perm.js';
 import type { Repository } from '../store/repo.js';
 import { verifyPack } from './verify.js';
 
@@ -174,6 +175,32 @@ export interface ImportResult {
   stats: RewriteStats;
 }
 
+/** git's default `core.bigFileThreshold`. */
+const BIG_FILE_THRESHOLD = 512 << 20;
+
+function bigFileThreshold(repo: Repository): number {
+  const n = repo.config.getInt('core.bigfilethreshold');
+  return n !== undefined && n >= 0 ? n : BIG_FILE_THRESHOLD;
+}
+
+/**
+ * A zstd frame can declare far more than it holds (a 10 KB file, a 256 MiB object), and the
+ * import holds each object whole, several times over: every entry above `core.bigFileThreshold`
+ * (git's limit for holding an object in memory) is refused before anything is read or written.
+ */
+function checkDeclaredSizes(z: Pack, file: string, limit: number): void {
+  for (let j = 0; j < z.count; j++) {
+    const off = z.idx.offsets[j]!;
+    const e = z.entryAt(off, Math.min(z.end(j), off + 64));
+    if (e.hdr.size <= limit) continue;
+    throw new GitError(
+      'unsupported',
+      `${file}: object ${toHex(z.idx.idAt(j))} at offset ${off} declares ${e.hdr.size} bytes, more than core.bigFileThreshold (${limit}); zstd-import holds each object whole: raise core.bigFileThreshold to import it`,
+      { file, offset: off },
+    );
+  }
+}
+
 /**
  * `git repack-ts zstd-import <file>`: a zstd pack back into a normal pack of the repository, at
  * the repository's levels, every delta kept. The same path as the rewrite: temporary files,
@@ -192,11 +219,26 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     z.close();
     throw new GitError('unsupported', why);
   }
-  const packDir = join(repo.objectsDir, 'pack');
-  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir);
+  const limit = bigFileThreshold(repo);
+  try {
+    checkDeclaredSizes(z, file, limit);
+  } catch (e) {
+    z.close();
+    throw e;
+  }
+  const shared = sharedRepositoryOf(repo.config);
+  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
+  let packDir: string;
+  try {
+    packDir = ensurePackDir(repo.objectsDir, shared);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
   const tmp = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx'), rev: tmpPath(packDir, 'rev') };
   const promisorTmp = tmpPath(packDir, 'promisor');
+  odb.maxObjectSize = limit; // a delta's result as well
   let viewDir: string | undefined;
   try {
     odb.addPack(z);
@@ -218,10 +260,10 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     await proveWrittenPack(written, algo, [z], [], () => false, opts.onProgress);
     const hex = toHex(written.checksum);
     const promisor = z.zpack!.promisor;
-    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o644);
+    if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
     const exists = existsSync(join(packDir, `pack-${hex}.idx`));
     if (!exists && opts.fsck !== 'none') {
-      viewDir = viewDirName(repo.objectsDir);
+      viewDir = makeViewDir(repo.objectsDir);
       buildFsckView(repo.objectsDir, viewDir, [
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
         ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
@@ -229,12 +271,12 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
       const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
     }
-    if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined });
+    if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined }, shared);
     return { file, objects: written.count, newPack: `pack-${hex}`, promisor, alreadyPresent: exists, stats };
   } finally {
     odb.close();
     for (const f of [tmp.pack, tmp.idx, tmp.rev, promisorTmp]) unlinkIfExists(f);
-    if (viewDir !== undefined) rmSync(viewDir, { recursive: true, force: true });
+    if (viewDir !== undefined) removeView(viewDir);
     lock.release();
   }
 }

@@ -1,4 +1,4 @@
-import { appendFileSync, closeSync, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
@@ -77,7 +77,8 @@ export function tmpPath(packDir: string, kind: string): string {
 
 /** Pid of the process that made one of our temporary files, or undefined if it is not ours. */
 export function tmpOwner(name: string): number | undefined {
-  const m = new RegExp(`^tmp_[a-z]+_${TMP_TAG}(\\d+)_[0-9a-f]{8}`).exec(name);
+  // `tmpPath`'s 8 hex digits, or the 6 characters mkdtemp adds to a view's name.
+  const m = new RegExp(`^tmp_[a-z]+_${TMP_TAG}(\\d+)_(?:[0-9a-f]{8}|[0-9A-Za-z]{6}$)`).exec(name);
   return m ? Number(m[1]) : undefined;
 }
 
@@ -137,13 +138,29 @@ export function renameInto(from: string, to: string): void {
   renameSync(from, to);
 }
 
-/** Is a process with this pid alive on this machine? */
+/**
+ * Is a process with this pid alive on this machine? A zombie is not: a run killed with its
+ * parent stays one where nothing reaps it (a container without an init), yet answers kill(pid, 0).
+ */
 export function pidAlive(pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  return !isZombie(pid);
+}
+
+/** State 'Z' (zombie) or 'X' (dead) in /proc/<pid>/stat; false where there is no /proc. */
+function isZombie(pid: number): boolean {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  } catch {
+    return false;
+  }
+  // "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ')'.
+  const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+  return state === 'Z' || state === 'X';
 }

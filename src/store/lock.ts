@@ -1,34 +1,52 @@
-import { closeSync, linkSync, openSync, readFileSync, statSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, linkSync, openSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { fault, pidAlive, tmpPath, unlinkIfExists } from './files.js';
+import { readSmallFile } from './regular.js';
+import { adjustSharedPerm } from './shared-perm.js';
 
 const MARK = 'git-repack-ts';
 /** git gc's rule: a gc.pid older than 12 hours is stale. */
 const GC_PID_STALE_MS = 12 * 3600 * 1000;
 
+/** gc.pid and our lock hold a pid and a host name: git reads gc.pid with a fixed-size fscanf. */
+const SMALL_FILE = 4096;
+
+/** A run of ours, as its lock names it. */
+export interface LockOwner {
+  pid: number;
+  host: string;
+  /** Random, per run: ties the run's journal to the lock it held (store/journal.ts). */
+  nonce: string;
+}
+
 export interface RepoLock {
   path: string;
+  /** This run. */
+  owner: LockOwner;
+  /** The killed run of ours whose lock this one took over, if any. */
+  previous: LockOwner | undefined;
   release(): void;
+}
+
+/** Is this pid, on this host, a run that can no longer be running? Our own pid is another run's only by reuse. */
+export function deadHere(pid: number, host: string): boolean {
+  return host === hostname() && (pid === process.pid || !pidAlive(pid));
 }
 
 /** Refuses while `git gc` holds the repository (git's `lock_repo_for_gc` reads gc.pid the same way). */
 function checkGcPid(commonDir: string): void {
   const f = join(commonDir, 'gc.pid');
-  let text: string;
-  let mtime: number;
-  try {
-    text = readFileSync(f, 'utf8');
-    mtime = statSync(f).mtimeMs;
-  } catch {
-    return;
-  }
-  const m = /^(\d+) (\S+)/.exec(text);
+  // A FIFO or a huge file is no gc.pid (git's fscanf would find nothing in it either).
+  const r = readSmallFile(f, SMALL_FILE);
+  if (r === undefined || 'why' in r) return;
+  const m = /^(\d+) (\S+)/.exec(r.data.toString('latin1'));
   if (!m) return;
   const pid = Number(m[1]);
   const host = m[2]!;
-  const fresh = Date.now() - mtime < GC_PID_STALE_MS;
+  const fresh = Date.now() - r.st.mtimeMs < GC_PID_STALE_MS;
   const running = host === hostname() ? pidAlive(pid) : fresh;
   if (running) {
     throw new GitError('locked', `gc is already running on machine '${host}' pid ${pid} (${f}); not repacking now`);
@@ -41,20 +59,22 @@ function checkGcPid(commonDir: string): void {
  * never leaves an empty lock, which could not be told apart from git maintenance's own (empty)
  * lock and would block every later run. Where hard links are refused, an exclusive create.
  */
-function createWithContent(path: string, text: string, dir: string): void {
+function createWithContent(path: string, text: string, dir: string, shared: number): void {
   const tmp = tmpPath(dir, 'lock');
   try {
-    writeFileSync(tmp, text, { flag: 'wx', mode: 0o644 });
+    writeFileSync(tmp, text, { flag: 'wx', mode: 0o666 });
+    adjustSharedPerm(tmp, shared); // as git's create_tempfile_mode
     linkSync(tmp, path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV') throw e;
-    const fd = openSync(path, 'wx', 0o644);
+    const fd = openSync(path, 'wx', 0o666);
     try {
       writeSync(fd, text);
     } finally {
       closeSync(fd);
     }
+    adjustSharedPerm(path, shared);
   } finally {
     unlinkIfExists(tmp);
   }
@@ -62,29 +82,30 @@ function createWithContent(path: string, text: string, dir: string): void {
 
 /**
  * Takes `objects/maintenance.lock`, the lock `git maintenance` takes, so neither runs while the
- * other rewrites packs. Our lock names us; one left by a killed run of ours (dead pid on this
- * host) is taken over, anything else is refused.
+ * other rewrites packs. Our lock names us (pid, host and a nonce); one left by a killed run of
+ * ours (dead or zombie pid on this host) is taken over, anything else is refused.
  */
-export function acquireRepackLock(commonDir: string, objectsDir: string): RepoLock {
+export function acquireRepackLock(commonDir: string, objectsDir: string, shared = 0): RepoLock {
   checkGcPid(commonDir);
   const path = join(objectsDir, 'maintenance.lock');
-  const text = `${MARK} ${process.pid} ${hostname()}\n`;
+  const owner: LockOwner = { pid: process.pid, host: hostname(), nonce: randomBytes(16).toString('hex') };
+  const text = `${MARK} ${owner.pid} ${owner.host} ${owner.nonce}\n`;
+  let previous: LockOwner | undefined;
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      createWithContent(path, text, objectsDir);
+      createWithContent(path, text, objectsDir, shared);
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') {
         throw new GitError('io', `unable to create '${path}': ${(e as Error).message}`, { file: path });
       }
-      let owner = '';
-      try {
-        owner = readFileSync(path, 'utf8');
-      } catch {
-        continue;
-      }
-      const m = new RegExp(`^${MARK} (\\d+) (\\S+)`).exec(owner);
-      if (m && m[2] === hostname() && !pidAlive(Number(m[1]))) {
+      // Read a bounded head, never through a link, never blocking on a FIFO: anything that is
+      // not a regular file naming a dead run of ours is someone else's lock.
+      const r = readSmallFile(path, SMALL_FILE);
+      if (r === undefined) continue;
+      const m = 'why' in r ? null : new RegExp(`^${MARK} (\\d+) (\\S+)(?: ([0-9a-f]{32}))?\n`).exec(r.data.toString('latin1'));
+      if (m && deadHere(Number(m[1]), m[2]!)) {
         unlinkSync(path); // left by a killed run of ours
+        previous = { pid: Number(m[1]), host: m[2]!, nonce: m[3] ?? '' };
         continue;
       }
       throw new GitError(
@@ -97,6 +118,8 @@ export function acquireRepackLock(commonDir: string, objectsDir: string): RepoLo
     let released = false;
     return {
       path,
+      owner,
+      previous,
       release: () => {
         if (released) return;
         released = true;

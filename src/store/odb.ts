@@ -34,6 +34,8 @@ export class ObjectDatabase {
   cache: BaseCacheLike;
   /** Entries inflated so far (the reader experiments' cost measure). */
   inflated = 0;
+  /** The largest object a delta may produce (zstd-import sets core.bigFileThreshold). */
+  maxObjectSize = Number.MAX_SAFE_INTEGER;
 
   constructor(
     readonly algo: HashAlgo,
@@ -216,8 +218,10 @@ export class ObjectDatabase {
       let data: Buffer;
       try {
         // Only the last result can be transient; the size is the delta's own declaration.
-        const into = stack.length === 0 && transient ? this.resultBuf.room(parseDeltaHeader(delta).dstSize) : undefined;
-        data = applyDelta(base.data, delta, Number.MAX_SAFE_INTEGER, into);
+        const dstSize = parseDeltaHeader(delta).dstSize;
+        if (dstSize > this.maxObjectSize) throw new Error(`delta result size ${dstSize} exceeds limit ${this.maxObjectSize}`);
+        const into = stack.length === 0 && transient ? this.resultBuf.room(dstSize) : undefined;
+        data = applyDelta(base.data, delta, this.maxObjectSize, into);
       } catch (e) {
         throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
       }

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { openRegular, readRegular } from './regular.js';
 import { basename } from 'node:path';
 import { inflateExact } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
@@ -132,8 +133,9 @@ export class Pack {
     }
     let idxBuf: Buffer;
     try {
-      idxBuf = readFileSync(idxPath);
+      idxBuf = readRegular(idxPath); // never blocks on a FIFO
     } catch (e) {
+      if (e instanceof GitError) throw e;
       throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, { file: idxPath });
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
@@ -477,10 +479,5 @@ export class Pack {
   }
 }
 
-function openForReading(path: string): number {
-  try {
-    return openSync(path, 'r');
-  } catch (e) {
-    throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
-  }
-}
+/** A regular file only: a FIFO named like a pack would block an open or a read until killed. */
+const openForReading = openRegular;

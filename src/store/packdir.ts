@@ -1,6 +1,8 @@
-import { copyFileSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, copyFileSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { getuid } from 'node:process';
 import { basename, join } from 'node:path';
 import { fsyncDir, pidAlive, renameInto, tmpOwner, unlinkIfExists, TMP_TAG } from './files.js';
+import { adjustSharedPerm, mkdirShared } from './shared-perm.js';
 
 /** A pack in objects/pack and the files that belong to it. */
 export interface PackInfo {
@@ -32,12 +34,9 @@ export function listPacks(objectsDir: string): PackInfo[] {
     const stem = n.slice(0, -5);
     if (!set.has(stem + '.idx')) continue;
     const base = join(dir, stem);
-    let mtimeMs = 0;
-    try {
-      mtimeMs = statSync(base + '.pack').mtimeMs;
-    } catch {
-      continue;
-    }
+    // Regular files only, as git's add_packed_git: a FIFO or device named like a pack is skipped.
+    const st = regularStat(base + '.pack');
+    if (st === undefined || regularStat(base + '.idx') === undefined) continue;
     out.push({
       base,
       name: stem,
@@ -46,7 +45,7 @@ export function listPacks(objectsDir: string): PackInfo[] {
       cruft: set.has(stem + '.mtimes'),
       bitmap: set.has(stem + '.bitmap'),
       rev: set.has(stem + '.rev'),
-      mtimeMs,
+      mtimeMs: st.mtimeMs,
     });
   }
   // Newest first, like git's preference when the same object is in several packs.
@@ -54,12 +53,26 @@ export function listPacks(objectsDir: string): PackInfo[] {
   return out;
 }
 
+function regularStat(path: string): { mtimeMs: number } | undefined {
+  const st = statSync(path, { throwIfNoEntry: false });
+  return st?.isFile() === true ? st : undefined;
+}
+
+/** `objects/pack`, created as git's pack-objects creates it when only loose objects exist. */
+export function ensurePackDir(objectsDir: string, shared: number): string {
+  const dir = join(objectsDir, 'pack');
+  if (mkdirShared(dir, shared)) fsyncDir(objectsDir);
+  return dir;
+}
+
 /**
  * Makes a written pack visible the way git's `finish_tmp_packfile` does: `.pack`, then `.rev`,
  * then `.promisor`, and the `.idx` last, since the idx is what makes a pack exist for git.
  */
-export function installPack(packDir: string, hex: string, tmp: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined }): string {
+export function installPack(packDir: string, hex: string, tmp: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined }, shared = 0): string {
   const base = join(packDir, `pack-${hex}`);
+  // core.sharedRepository, on the temporary files as `finish_tmp_packfile` does.
+  for (const f of [tmp.pack, tmp.rev, tmp.promisor, tmp.idx]) if (f !== undefined) adjustSharedPerm(f, shared);
   renameInto(tmp.pack, base + '.pack');
   if (tmp.rev !== undefined) renameInto(tmp.rev, base + '.rev');
   if (tmp.promisor !== undefined) renameInto(tmp.promisor, base + '.promisor');
@@ -93,10 +106,14 @@ export function midxFiles(objectsDir: string): { midx: string | undefined; extra
   return { midx: existsSync(midx) ? midx : undefined, extras, bitmap: extras.some((e) => e.endsWith('.bitmap')) };
 }
 
-/** Our temporary files and fsck views left by runs that are no longer alive. */
+/**
+ * Our temporary files and fsck views left by runs that are no longer alive: only entries owned
+ * by this uid, never through a link (a co-user who can write `objects/` could swap one in).
+ */
 export function cleanLeftovers(objectsDir: string): string[] {
   const removed: string[] = [];
   const packDir = join(objectsDir, 'pack');
+  const uid = getuid?.();
   for (const [dir, names] of [
     [packDir, safeList(packDir)],
     [objectsDir, safeList(objectsDir)],
@@ -104,11 +121,46 @@ export function cleanLeftovers(objectsDir: string): string[] {
     for (const n of names) {
       const pid = tmpOwner(n);
       if (pid === undefined || pidAlive(pid)) continue;
-      rmSync(join(dir, n), { recursive: true, force: true });
-      removed.push(join(dir, n));
+      const p = join(dir, n);
+      const st = lstatSync(p, { throwIfNoEntry: false });
+      if (st === undefined || (uid !== undefined && st.uid !== uid)) continue;
+      try {
+        if (st.isDirectory()) removeView(p);
+        else unlinkSync(p); // a file or a link: unlink never follows
+      } catch {
+        continue; // changed under us: not ours to chase
+      }
+      removed.push(p);
     }
   }
   return removed;
+}
+
+const { O_RDONLY, O_DIRECTORY, O_NOFOLLOW } = constants;
+
+/**
+ * Removes an fsck view: links, and the few directories `buildFsckView` makes. Each directory is
+ * opened without following links and then named through /proc/self/fd, so a directory swapped
+ * for a link after it was checked is never entered; the view itself is 0700 (mkdtemp), so what
+ * is inside cannot be swapped by anyone else. Without /proc, by path.
+ */
+export function removeView(dir: string, depth = 0): void {
+  const fd = openSync(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  try {
+    const uid = getuid?.();
+    if (uid !== undefined && fstatSync(fd).uid !== uid) throw new Error(`${dir}: not ours`);
+    const via = existsSync(`/proc/self/fd/${fd}`) ? `/proc/self/fd/${fd}` : dir;
+    for (const n of readdirSync(via)) {
+      const p = join(via, n);
+      const st = lstatSync(p);
+      if (st.isDirectory() && depth < 3) {
+        removeView(p, depth + 1);
+      } else unlinkSync(p);
+    }
+  } finally {
+    closeSync(fd);
+  }
+  rmdirSync(dir);
 }
 
 function safeList(dir: string): string[] {
@@ -186,8 +238,9 @@ export function buildFsckView(objectsDir: string, viewDir: string, packs: { pack
   }
 }
 
-export function viewDirName(objectsDir: string): string {
-  return join(objectsDir, `tmp_view_${TMP_TAG}${process.pid}_${Math.floor(Math.random() * 0xffffffff).toString(16).padStart(8, '0')}`);
+/** A new, empty fsck view directory: mkdtemp's (0700, a fresh name nobody could have prepared). */
+export function makeViewDir(objectsDir: string): string {
+  return mkdtempSync(join(objectsDir, `tmp_view_${TMP_TAG}${process.pid}_`));
 }
 
 /**

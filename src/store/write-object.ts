@@ -1,4 +1,4 @@
-import { chmodSync, closeSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, renameSync, statSync, utimesSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, renameSync, statSync, utimesSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { DEFLATE_BLOCK, ParallelDeflate } from '../codec/parallel-deflate.js';
@@ -9,6 +9,7 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import { ContentSizeError, HashObjectError, ObjectHasher, objectHeaderBytes } from '../hash/hash-object.js';
 import { fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from './files.js';
 import { installPack, listPacks } from './packdir.js';
+import { adjustSharedPerm } from './shared-perm.js';
 
 /**
  * Writing one object the way `git hash-object -w` does: a loose object (`write_loose_object`),
@@ -143,57 +144,8 @@ export function freshenObject(t: ObjectWriteTarget, id: Uint8Array): boolean {
   return false;
 }
 
-// ---------------------------------------------------------------------------------------------
-// core.sharedRepository
-
-export const PERM_UMASK = 0;
-export const PERM_GROUP = 0o660;
-export const PERM_EVERYBODY = 0o664;
-
-/** git's `git_config_perm` for `core.sharedRepository` (a bare key means true). */
-export function parseSharedRepository(value: string | undefined | null): number {
-  if (value === undefined) return PERM_UMASK;
-  if (value === null) return PERM_GROUP;
-  if (value === 'umask') return PERM_UMASK;
-  if (value === 'group') return PERM_GROUP;
-  if (value === 'all' || value === 'world' || value === 'everybody') return PERM_EVERYBODY;
-  if (!/^[0-7]+$/.test(value)) {
-    const v = value.toLowerCase();
-    if (v === 'true' || v === 'yes' || v === 'on') return PERM_GROUP;
-    if (v === 'false' || v === 'no' || v === 'off' || v === '') return PERM_UMASK;
-    if (/^[-+]?\d+$/.test(v)) return Number(v) !== 0 ? PERM_GROUP : PERM_UMASK;
-    throw new HashObjectError('bad-config', `bad boolean config value '${value}' for 'core.sharedrepository'`);
-  }
-  const i = parseInt(value, 8);
-  if (i === 0) return PERM_UMASK;
-  if (i === 1) return PERM_GROUP;
-  if (i === 2) return PERM_EVERYBODY;
-  if ((i & 0o600) !== 0o600) {
-    throw new HashObjectError(
-      'bad-config',
-      `problem with core.sharedRepository filemode value (0${(i & 0o777).toString(8).padStart(3, '0')}).\nThe owner of files must always have read and write permissions.`,
-    );
-  }
-  return -(i & 0o666);
-}
-
-/** git's `calc_shared_perm`. */
-function calcSharedPerm(mode: number, shared: number): number {
-  let tweak = shared < 0 ? -shared : shared;
-  if (!(mode & 0o200)) tweak &= ~0o222;
-  if (mode & 0o100) tweak |= (tweak & 0o444) >> 2;
-  return shared < 0 ? (mode & ~0o777) | tweak : mode | tweak;
-}
-
-/** git's `adjust_shared_perm`: widen (or, with a mode, set) permissions; directories get setgid. */
-export function adjustSharedPerm(path: string, shared: number): void {
-  if (shared === 0) return;
-  const st = statSync(path);
-  const old = st.mode & 0o7777;
-  let mode = calcSharedPerm(old, shared) & 0o7777;
-  if (st.isDirectory()) mode |= 0o2000;
-  if (mode !== old) chmodSync(path, mode);
-}
+// core.sharedRepository: the rule lives in shared-perm.ts (the rewrite applies it too).
+export { PERM_EVERYBODY, PERM_GROUP, PERM_UMASK, adjustSharedPerm, parseSharedRepository } from './shared-perm.js';
 
 function ensureDir(dir: string, shared: number): void {
   try {
