@@ -45,6 +45,14 @@ describe('library API errors', () => {
       fs.rmSync(plain, { recursive: true });
     }
     expect((await rejection(hashObject(path.join(missing, 'file.txt')))).code).toBe('io');
+    // A mistyped repository inside another must not select the one around it.
+    const around = useFixtureCopy('basic');
+    const objects = objectSet(around);
+    const file = path.join(around, 'new.txt');
+    fs.writeFileSync(file, 'not for the repository around\n');
+    const typo = await rejection(hashObject(file, { write: true, repository: path.join(around, 'no-such-directory') }));
+    expect([typo.code, typo.file]).toEqual(['not-a-repository', path.join(around, 'no-such-directory')]);
+    expect(objectSet(around)).toEqual(objects);
     const e2 = new GitRepackError('missing-object', 'object 1234 not found', { file: 'f', offset: 12, objectId: '1234' });
     expect([e2.code, e2.file, e2.offset, e2.objectId]).toEqual(['missing-object', 'f', 12, '1234']);
   });

@@ -30,12 +30,17 @@ export function apiEnv(): NodeJS.ProcessEnv {
  * the repository around it).
  */
 export function repositoryAt(path: string): Repository {
+  return discoverRepository({ cwd: directoryAt(path), env: apiEnv() });
+}
+
+/** `path` made absolute; it must be a directory (where `git -C <path>` could go). */
+export function directoryAt(path: string): string {
   if (typeof path !== 'string' || path === '') throw new GitRepackError('usage', 'a repository path is required');
   const dir = resolve(path);
   if (statSync(dir, { throwIfNoEntry: false })?.isDirectory() !== true) {
     throw new GitRepackError('not-a-repository', `cannot change to '${path}': No such directory`, { file: dir });
   }
-  return discoverRepository({ cwd: dir, env: apiEnv() });
+  return dir;
 }
 
 /** Rejects option names the function does not know (a misspelt option would otherwise do nothing). */

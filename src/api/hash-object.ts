@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { hashObjects } from '../commands/hash-object.js';
 import { GitRepackError } from '../errors.js';
-import { apiCall, apiEnv, checkOptions } from './common.js';
+import { apiCall, apiEnv, checkOptions, directoryAt } from './common.js';
 
 export interface HashObjectOptions {
   /** `-t`: the object type (default blob). */
@@ -43,7 +43,8 @@ export async function hashObject(filePath: string, options: HashObjectOptions = 
         stdin: 0,
         stdinPaths: false,
         files: [file],
-        cwd: resolve(options.repository ?? dirname(file)),
+        // A repository given must exist: a walk up from a mistyped one could write elsewhere.
+        cwd: options.repository !== undefined ? directoryAt(options.repository) : dirname(file),
         gitDir: undefined,
         env: apiEnv(),
       },
