@@ -123,6 +123,10 @@ describe('the packed tarball', () => {
     expect(run(process.execPath, ['-e', "import('typescript').then(() => process.exit(0), () => process.exit(3))"], { cwd: installed, env: userEnv() }).status).toBe(3);
 
     expect(tool(['--version'], work)).toBe(`git-repack-ts version ${VERSION}\n`);
+    // Where man looks for the pages of commands in <prefix>/bin (man-db's PATH rule).
+    expect(fs.readFileSync(path.join(prefix, 'share', 'man', 'man1', 'git-repack-ts.1'), 'utf8')).toMatch(/^\.TH GIT-REPACK-TS 1 /);
+    // A machine without man (a minimal CI image) cannot show any page; where man is, git shows ours.
+    if (run('sh', ['-c', 'command -v man'], { cwd: work, env: userEnv() }).status !== 0) return;
     const man = runOk('git', ['help', 'repack-ts'], { cwd: work, env: userEnv({ MANPAGER: 'cat', PAGER: 'cat', MANWIDTH: '80' }) });
     expect(man).toContain('GIT-REPACK-TS(1)');
     expect(man).toMatch(/git-repack-ts\s+-\s+rewrite\s+packfiles/);
