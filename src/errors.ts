@@ -1,6 +1,7 @@
 /**
- * Errors are values with a stable code and, where it applies, the file and offset they concern.
- * Codecs throw these; only cli/ turns one into `fatal: …` and an exit code (128, or 129 for usage).
+ * Errors are values with a stable code and, where it applies, the file, offset and object they
+ * concern. Codecs throw these; only cli/ turns one into `fatal: …` and an exit code (128, or 129
+ * for usage). The library API (src/index.ts) throws nothing else: it is exported as GitRepackError.
  */
 export type ErrorCode =
   | 'usage'
@@ -15,27 +16,44 @@ export type ErrorCode =
   | 'io'
   | 'locked'
   | 'verify-failed'
-  | 'unsupported';
+  | 'unsupported'
+  /** The operation's AbortSignal fired (library API only; the CLI exits 130). */
+  | 'aborted'
+  /** A bug, not bad input (library API only). */
+  | 'internal';
 
-export class GitError extends Error {
+export interface ErrorWhere {
+  file?: string | undefined;
+  offset?: number | undefined;
+  /** The object's id in hex. */
+  objectId?: string | undefined;
+  cause?: unknown;
+}
+
+export class GitRepackError extends Error {
   readonly code: ErrorCode;
   readonly file: string | undefined;
   readonly offset: number | undefined;
+  readonly objectId: string | undefined;
 
-  constructor(code: ErrorCode, message: string, where?: { file?: string; offset?: number; cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, where?: ErrorWhere) {
     super(message, where?.cause !== undefined ? { cause: where.cause } : undefined);
-    this.name = 'GitError';
+    this.name = 'GitRepackError';
     this.code = code;
     this.file = where?.file;
     this.offset = where?.offset;
+    this.objectId = where?.objectId;
   }
 }
 
+/** The name the code base uses; one class under two names. */
+export { GitRepackError as GitError };
+
 /** A format error in a pack, index or object: always names the file and offset. */
-export function corrupt(code: ErrorCode, file: string, offset: number, what: string): GitError {
-  return new GitError(code, `${file}: ${what} at offset ${offset}`, { file, offset });
+export function corrupt(code: ErrorCode, file: string, offset: number, what: string): GitRepackError {
+  return new GitRepackError(code, `${file}: ${what} at offset ${offset}`, { file, offset });
 }
 
-export function usageError(message: string): GitError {
-  return new GitError('usage', message);
+export function usageError(message: string): GitRepackError {
+  return new GitRepackError('usage', message);
 }

@@ -1,6 +1,6 @@
 import { relative } from 'node:path';
-import { inspectRepository, type TypeCensus } from '../commands/inspect.js';
-import { listPackFiles } from '../store/odb.js';
+import { inspectRepo } from '../api/inspect.js';
+import type { TypeCensus } from '../commands/inspect.js';
 import { parseArgs } from './args.js';
 import type { CliContext } from './main.js';
 import { openRepository } from './repo.js';
@@ -24,10 +24,11 @@ export async function runInspect(args: string[], ctx: CliContext): Promise<numbe
   const o = await parseArgs(args, INSPECT_USAGE, (y) => y.option('json', { type: 'boolean', default: false }));
   if (o._.length > 0) throw new (await import('./io.js')).UsageError(`unexpected argument '${o._[0]}'`, INSPECT_USAGE);
   const repo = openRepository(ctx);
-  const r = inspectRepository(listPackFiles(repo.objectsDir), repo.objectsDir, repo.algo);
+  // The library's census: --json prints exactly what the API's inspect() resolves to.
+  const r = inspectRepo(repo);
   const { io } = ctx;
   if (o.json) {
-    io.out(JSON.stringify({ objectFormat: repo.algo.name, ...r }, null, 2) + '\n');
+    io.out(JSON.stringify(r, null, 2) + '\n');
     return 0;
   }
   const show = (p: string): string => {

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { GitError } from '../errors.js';
@@ -39,8 +40,9 @@ const COMMANDS: Record<string, () => Promise<Runner>> = {
   bench: async () => (await import('./bench.js')).runBench,
 };
 
+/** package.json's version (beside dist/ in the installed package, beside src/ in the clone). */
 function version(): string {
-  return '0.1.0';
+  return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 }
 
 function showManPage(io: Io): number {

@@ -1,8 +1,9 @@
 import { resolve } from 'node:path';
-import { repack, type RepackResult } from '../commands/repack.js';
+import { repackRepo } from '../api/repack.js';
+import type { RepackResult } from '../commands/repack.js';
 import { DEFAULT_ZSTD_LEVEL, exportZpack } from '../commands/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
-import { fallbackLevel, resolveLevels, type LevelFlags } from '../repack/levels.js';
+import { resolveLevels, type LevelFlags } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
@@ -63,13 +64,17 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (o.zstd !== undefined) return runExport(o, flags, ctx);
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
-  const levels = resolveLevels(flags, repo.config);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  const r = await repack(repo, {
-    levels,
-    autoFallback: fallbackLevel(flags, repo.config),
+  // The library's rewrite: --json prints exactly what the API's repack() resolves to.
+  const r = await repackRepo(repo, {
+    graphCompression: flags.graph,
+    commitCompression: flags.commit,
+    treeCompression: flags.tree,
+    blobCompression: flags.blob,
+    tagCompression: flags.tag,
+    compression: flags.compression,
     dryRun: o['dry-run'],
-    fsck,
+    fsck: fsck === 'none' ? false : fsck,
     keepPacks: keep,
     onProgress: progress,
     onWarning: (m) => io.err(`warning: ${m}\n`),

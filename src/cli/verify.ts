@@ -1,7 +1,7 @@
-import { existsSync } from 'node:fs';
-import { relative, resolve } from 'node:path';
+import { relative } from 'node:path';
 import { GitError } from '../errors.js';
-import { verifyPack, verifySummaryLines, type VerifyPackResult } from '../commands/verify.js';
+import { verifyTarget, verifyTargets, type VerifyTarget } from '../api/verify.js';
+import { verifySummaryLines } from '../commands/verify.js';
 import { listPackFiles } from '../store/odb.js';
 import { parseArgs, positionals } from './args.js';
 import type { CliContext } from './main.js';
@@ -20,14 +20,6 @@ export const VERIFY_USAGE = `usage: git repack-ts verify [-v | --verbose] [-s | 
     --progress            force progress on stderr
 `;
 
-/** Normalises `foo`, `foo.idx` and `foo.pack` to the pair of paths, as verify-pack does. */
-function packPair(arg: string, cwd: string): { pack: string; idx: string; shown: string } {
-  // A zstd pack carries its own index.
-  if (arg.endsWith('.zpack')) return { pack: resolve(cwd, arg), idx: resolve(cwd, arg), shown: arg };
-  const base = arg.replace(/\.(idx|pack)$/, '');
-  return { pack: resolve(cwd, base + '.pack'), idx: resolve(cwd, base + '.idx'), shown: base + '.pack' };
-}
-
 export async function runVerify(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, VERIFY_USAGE, (y) =>
     y
@@ -45,10 +37,10 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     algo = hashAlgoByName(o['object-format']);
     if (!algo) throw new GitError('usage', `unknown hash algorithm '${o['object-format']}'`);
   }
-  let targets: { pack: string; idx: string; shown: string }[];
+  let targets: VerifyTarget[];
   let bigFileThreshold: number | undefined;
   if (named.length > 0) {
-    targets = named.map((a) => packPair(a, ctx.cwd));
+    targets = named.map((a) => verifyTarget(a, ctx.cwd));
     if (algo === undefined) {
       // Like verify-pack: the repository's format when inside one, SHA-1 otherwise.
       try {
@@ -69,51 +61,23 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     });
   }
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  const results: (VerifyPackResult & { shown: string })[] = [];
-  let bad = 0;
-  for (const t of targets) {
-    if (!existsSync(t.idx) && !existsSync(t.pack)) {
-      io.err(`fatal: Cannot open existing pack file '${t.shown}'\n`);
-      bad++;
-      results.push({ ...emptyResult(t.pack), shown: t.shown });
-      continue;
-    }
-    const verboseLine = o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined;
-    const r = await verifyPack(t.pack, t.idx, algo, { verboseLine, onProgress: progress, bigFileThreshold });
-    results.push({ ...r, shown: t.shown });
-    if (!o.json) {
+  // The library's verify: --json prints exactly what the API's verify() resolves to.
+  const report = await verifyTargets(targets, {
+    algo,
+    bigFileThreshold,
+    onProgress: progress,
+    verboseLine: o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined,
+    onPack: (r, missing) => {
+      if (missing) io.err(`fatal: Cannot open existing pack file '${r.pack}'\n`);
+      if (missing || o.json) return;
       for (const p of r.problems) io.err(`error: ${p.file}: ${p.message} at offset ${p.offset}\n`);
-      if (r.moreProblems) io.err(`error: ... and ${r.moreProblems} more problems in ${t.shown}\n`);
+      if (r.moreProblems) io.err(`error: ... and ${r.moreProblems} more problems in ${r.pack}\n`);
       if (o.verbose || o['stat-only']) {
         for (const l of verifySummaryLines(r)) io.out(l + '\n');
       }
-      if (o.verbose) io.out(`${t.shown}: ${r.ok ? 'ok' : 'bad'}\n`);
-    }
-    if (!r.ok) bad++;
-  }
-  if (o.json) {
-    io.out(
-      JSON.stringify(
-        {
-          ok: bad === 0,
-          packs: results.map((r) => ({
-            pack: r.shown,
-            ok: r.ok,
-            objects: r.objects,
-            nonDelta: r.nonDelta,
-            chainLengths: r.chainLengths,
-            problems: r.problems,
-            moreProblems: r.moreProblems,
-          })),
-        },
-        null,
-        2,
-      ) + '\n',
-    );
-  }
-  return bad === 0 ? 0 : 1;
-}
-
-function emptyResult(pack: string): VerifyPackResult {
-  return { pack, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: pack, offset: 0, message: 'cannot open pack' }], moreProblems: 0 };
+      if (o.verbose) io.out(`${r.pack}: ${r.ok ? 'ok' : 'bad'}\n`);
+    },
+  });
+  if (o.json) io.out(JSON.stringify(report, null, 2) + '\n');
+  return report.ok ? 0 : 1;
 }

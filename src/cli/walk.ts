@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
-import { walkObjects, repositoryRefs } from '../commands/walk.js';
+import { walkRepo } from '../api/walk.js';
+import { walkObjects, repositoryRefs, type WalkResult } from '../commands/walk.js';
 import { ObjectDatabase } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { SHA1 } from '../hash/algo.js';
@@ -20,33 +21,34 @@ Reads every object reachable from the refs through git-repack-ts's own reader, l
 export async function runWalk(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, WALK_USAGE, (y) => y.option('read-blobs', { type: 'boolean', default: false }).option('json', { type: 'boolean', default: false }));
   const named = positionals(o);
-  let odb: ObjectDatabase;
+  if (named.length === 0) {
+    // The library's walk: --json prints exactly what the API's walk() resolves to.
+    printWalk(walkRepo(openRepository(ctx), { readBlobs: o['read-blobs'] }), o.json, ctx);
+    return 0;
+  }
+  let algo = SHA1;
+  try {
+    algo = openRepository(ctx).algo;
+  } catch {
+    // outside a repository: zstd packs say their own format
+  }
+  const packs = named.map((n) => Pack.open(resolve(ctx.cwd, n), algo));
+  const odb = new ObjectDatabase(packs[0]!.algo, []);
   let refs = '';
-  if (named.length > 0) {
-    let algo = SHA1;
-    try {
-      algo = openRepository(ctx).algo;
-    } catch {
-      // outside a repository: zstd packs say their own format
-    }
-    const packs = named.map((n) => Pack.open(resolve(ctx.cwd, n), algo));
-    odb = new ObjectDatabase(packs[0]!.algo, []);
-    for (const p of packs) {
-      odb.addPack(p);
-      if (p.zpack) refs += p.zpack.refs;
-    }
-    if (refs === '') refs = repositoryRefs(openRepository(ctx).gitDir);
-  } else {
-    const repo = openRepository(ctx);
-    odb = ObjectDatabase.open(repo.algo, [repo.objectsDir, ...repo.alternates]);
-    refs = repositoryRefs(repo.gitDir);
+  for (const p of packs) {
+    odb.addPack(p);
+    if (p.zpack) refs += p.zpack.refs;
   }
   try {
-    const r = walkObjects(odb, odb.algo, refs, { readBlobs: o['read-blobs'] });
-    if (o.json) ctx.io.out(JSON.stringify(r, null, 2) + '\n');
-    else ctx.io.out(`${r.commits} commits, ${r.trees} trees, ${r.blobs} blobs, ${r.tags} tags, ${r.missing} missing; ${(r.bytesRead / 1048576).toFixed(1)} MiB read in ${(r.ms / 1000).toFixed(2)} s\n`);
+    if (refs === '') refs = repositoryRefs(openRepository(ctx).gitDir);
+    printWalk(walkObjects(odb, odb.algo, refs, { readBlobs: o['read-blobs'] }), o.json, ctx);
   } finally {
     odb.close();
   }
   return 0;
+}
+
+function printWalk(r: WalkResult, json: boolean, ctx: CliContext): void {
+  if (json) ctx.io.out(JSON.stringify(r, null, 2) + '\n');
+  else ctx.io.out(`${r.commits} commits, ${r.trees} trees, ${r.blobs} blobs, ${r.tags} tags, ${r.missing} missing; ${(r.bytesRead / 1048576).toFixed(1)} MiB read in ${(r.ms / 1000).toFixed(2)} s\n`);
 }

@@ -106,9 +106,16 @@ export function censusOfPack(pack: Pack): PackCensus {
   };
 }
 
-export function inspectRepository(packPaths: string[], objectsDir: string, algo: HashAlgo): InspectResult {
+export function inspectRepository(
+  packPaths: string[],
+  objectsDir: string,
+  algo: HashAlgo,
+  opts: { onProgress?: ((phase: string, done: number, total: number) => void) | undefined; signal?: AbortSignal | undefined } = {},
+): InspectResult {
   const packs: PackCensus[] = [];
   for (const path of packPaths) {
+    opts.signal?.throwIfAborted();
+    opts.onProgress?.('inspecting packs', packs.length, packPaths.length);
     const pack = Pack.open(path, algo);
     try {
       packs.push(censusOfPack(pack));
@@ -131,6 +138,7 @@ export function inspectRepository(packPaths: string[], objectsDir: string, algo:
       if (c.type === 'commit' || c.type === 'tree') graph0 += c.packedBytesAtLevel0 - c.packedBytes;
     }
   }
+  if (packs.length > 0) opts.onProgress?.('inspecting packs', packs.length, packPaths.length);
   const loose = listLoose(objectsDir, algo).length;
   return { packs, loose, total: { objects, packBytes, packBytesGraphLevel0: graph0, types: [...totals.values()] } };
 }

@@ -41,8 +41,11 @@ export interface PartitionResult {
   sourcePacks: string[];
   looseObjects: number;
   stats: RewriteStats;
-  /** `pack-<hash>` of the result; equal to a source pack's name when the rewrite changed nothing. */
-  newPack: string | undefined;
+  /**
+   * `pack-<hash>` of the result; equal to a source pack's name when the rewrite changed nothing;
+   * absent when no pack is written (a dry run, or every object in a kept pack).
+   */
+  newPack?: string | undefined;
   unchanged: boolean;
 }
 

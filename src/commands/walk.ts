@@ -139,7 +139,7 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
         while (sp < n && d[sp] !== 0x20) sp++;
         let nul = sp;
         while (nul < n && d[nul] !== 0) nul++;
-        if (sp >= n || nul >= n || nul + 1 + len > n) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`);
+        if (sp >= n || nul >= n || nul + 1 + len > n) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, { objectId: id.toString('hex') });
         const modeLen = sp - p;
         const isTree = modeLen === 5 && d[p] === 0x34; // "40000"
         const isGitlink = modeLen === 6 && startsWith(d, p, GITLINK);

@@ -121,7 +121,8 @@ export class ObjectDatabase {
   read(id: Uint8Array, pos = 0): ObjectData {
     const where = this.locate(id, pos);
     if (where === undefined) {
-      throw new GitError('missing-object', `object ${toHex(id, pos, this.algo.len)} not found`);
+      const hex = toHex(id, pos, this.algo.len);
+      throw new GitError('missing-object', `object ${hex} not found`, { objectId: hex });
     }
     return this.readAt(where);
   }

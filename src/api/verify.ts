@@ -1,0 +1,90 @@
+import { existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { verifyPack, type VerifyPackResult } from '../commands/verify.js';
+import { GitRepackError } from '../errors.js';
+import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
+import { discoverRepository } from '../store/repo.js';
+import { apiCall, apiEnv, checkOptions, type ProgressCallback } from './common.js';
+
+export interface VerifyOptions {
+  /** `--object-format`: default the format of the repository holding the pack, else sha1. */
+  objectFormat?: 'sha1' | 'sha256' | undefined;
+  onProgress?: ProgressCallback | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+/** What `git repack-ts verify --json` prints; each pack's `pack` is its name as given. */
+export interface VerifyReport {
+  ok: boolean;
+  packs: VerifyPackResult[];
+}
+
+/** One pack to verify: its files, and its name as the caller gave it. */
+export interface VerifyTarget {
+  pack: string;
+  idx: string;
+  shown: string;
+}
+
+/** `foo`, `foo.idx` and `foo.pack` name the same pair, as in verify-pack; a `.zpack` is its own index. */
+export function verifyTarget(arg: string, cwd: string): VerifyTarget {
+  if (arg.endsWith('.zpack')) return { pack: resolve(cwd, arg), idx: resolve(cwd, arg), shown: arg };
+  const base = arg.replace(/\.(idx|pack)$/, '');
+  return { pack: resolve(cwd, base + '.pack'), idx: resolve(cwd, base + '.idx'), shown: base + '.pack' };
+}
+
+export interface VerifyRun {
+  algo: HashAlgo;
+  bigFileThreshold?: number | undefined;
+  onProgress?: ProgressCallback | undefined;
+  signal?: AbortSignal | undefined;
+  /** `git verify-pack -v` lines of each pack, in pack order. */
+  verboseLine?: ((line: string) => void) | undefined;
+  /** Each pack's result as soon as it is known; `missing` when neither of its files exists. */
+  onPack?: ((r: VerifyPackResult, missing: boolean) => void) | undefined;
+}
+
+/** Verifies the packs one after the other (the CLI's `verify`, printing through the hooks). */
+export async function verifyTargets(targets: readonly VerifyTarget[], run: VerifyRun): Promise<VerifyReport> {
+  const packs: VerifyPackResult[] = [];
+  for (const t of targets) {
+    run.signal?.throwIfAborted();
+    const missing = !existsSync(t.idx) && !existsSync(t.pack);
+    const r = missing
+      ? { pack: t.shown, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: t.pack, offset: 0, message: 'cannot open pack' }], moreProblems: 0 }
+      : { ...(await verifyPack(t.pack, t.idx, run.algo, run)), pack: t.shown };
+    packs.push(r);
+    run.onPack?.(r, missing);
+  }
+  return { ok: packs.every((p) => p.ok), packs };
+}
+
+/** The format and threshold of the repository holding `pack`, as verify-pack takes them from its own. */
+function repositoryOf(pack: string): { algo: HashAlgo; bigFileThreshold: number | undefined } {
+  try {
+    const repo = discoverRepository({ cwd: dirname(pack), env: apiEnv() });
+    return { algo: repo.algo, bigFileThreshold: repo.config.getInt('core.bigFileThreshold') };
+  } catch {
+    return { algo: SHA1, bigFileThreshold: undefined };
+  }
+}
+
+/**
+ * `git repack-ts verify <pack>…` (git verify-pack): checksums, idx order, every entry's CRC32,
+ * every object re-hashed. A damaged pack is a result (`ok: false`, its problems), not an error.
+ */
+export async function verify(packPath: string | readonly string[], options: VerifyOptions = {}): Promise<VerifyReport> {
+  return apiCall(options?.signal, () => {
+    checkOptions(options, ['objectFormat', 'onProgress', 'signal'], 'verify');
+    const paths = typeof packPath === 'string' ? [packPath] : packPath;
+    if (!Array.isArray(paths) || paths.length === 0 || paths.some((p) => typeof p !== 'string' || p === '')) throw new GitRepackError('usage', 'verify: pack paths expected');
+    const targets = paths.map((p) => verifyTarget(p, resolve('.')));
+    let repo = repositoryOf(targets[0]!.pack);
+    if (options.objectFormat !== undefined) {
+      const algo = hashAlgoByName(options.objectFormat);
+      if (algo === undefined) throw new GitRepackError('usage', `unknown hash algorithm '${String(options.objectFormat)}'`);
+      repo = { ...repo, algo };
+    }
+    return verifyTargets(targets, { ...repo, onProgress: options.onProgress, signal: options.signal });
+  });
+}

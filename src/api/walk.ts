@@ -1,0 +1,29 @@
+import { repositoryRefs, walkObjects, type WalkResult } from '../commands/walk.js';
+import { ObjectDatabase } from '../store/odb.js';
+import type { Repository } from '../store/repo.js';
+import { apiCall, checkOptions, repositoryAt } from './common.js';
+
+export interface WalkOptions {
+  /** `--read-blobs`: inflate every blob as well. */
+  readBlobs?: boolean | undefined;
+  /** Checked before the walk starts (the walk itself runs to its end). */
+  signal?: AbortSignal | undefined;
+}
+
+/** Every object reachable from the refs of an opened repository, through our own reader. */
+export function walkRepo(repo: Repository, options: WalkOptions = {}): WalkResult {
+  const odb = ObjectDatabase.open(repo.algo, [repo.objectsDir, ...repo.alternates]);
+  try {
+    return walkObjects(odb, repo.algo, repositoryRefs(repo.gitDir), { readBlobs: options.readBlobs === true });
+  } finally {
+    odb.close();
+  }
+}
+
+/** `git repack-ts walk`: `git rev-list --objects --all` through git-repack-ts's reader, counted and timed. */
+export async function walk(repoPath: string, options: WalkOptions = {}): Promise<WalkResult> {
+  return apiCall(options?.signal, () => {
+    checkOptions(options, ['readBlobs', 'signal'], 'walk');
+    return walkRepo(repositoryAt(repoPath), options);
+  });
+}
