@@ -338,7 +338,7 @@ describe('hundreds of packs', () => {
         fs.rmSync(repo, { recursive: true, force: true });
       }
     }
-  });
+  }, 180_000); // 520 git processes make the packs: a minute and more on a loaded machine
 });
 
 describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing changed', () => {

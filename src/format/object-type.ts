@@ -1,3 +1,5 @@
+import { corrupt } from '../errors.js';
+import { hashObjectBuffer, toHex, type HashAlgo } from '../hash/algo.js';
 /** Pack entry type numbers (git's `enum object_type`). */
 export const OBJ_COMMIT = 1;
 export const OBJ_TREE = 2;
@@ -37,4 +39,12 @@ export function isDelta(t: number): boolean {
 
 export function isBaseType(t: number): t is BaseType {
   return t >= OBJ_COMMIT && t <= OBJ_TAG;
+}
+
+/** Refuses an object whose data does not hash to the id at `want[pos]` (naming the file and offset it came from). */
+export function checkObjectId(algo: HashAlgo, type: number, data: Uint8Array, want: Uint8Array, pos: number, file: string, offset: number): void {
+  const got = hashObjectBuffer(algo, typeName(type), data);
+  if (got.compare(want, pos, pos + algo.len) !== 0) {
+    throw corrupt('bad-object', file, offset, `object hashes to ${toHex(got)}, expected ${toHex(want, pos, algo.len)}`);
+  }
 }

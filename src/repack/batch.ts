@@ -61,6 +61,35 @@ export interface BatchJob {
   maxLen?: Float64Array | undefined;
 }
 
+/**
+ * A job for `m` entries with every table allocated and zeroed: `buf` for their source bytes,
+ * `spare` for the output; zstd dictionaries per entry when reading or writing zstd, and the
+ * length limit when `auto` is in play.
+ */
+export function emptyJob(m: number, buf: ArrayBuffer, spare: ArrayBuffer | undefined, o: { hashLen: number; files: { path: string; fd: number }[]; zstdIn: boolean; zstdOut: boolean; maxLen: boolean }): BatchJob {
+  return {
+    buf,
+    spare,
+    srcDict: o.zstdIn ? new Int8Array(m).fill(-2) : undefined,
+    zstdOut: o.zstdOut,
+    dstDict: o.zstdOut ? new Int8Array(m).fill(-1) : undefined,
+    n: m,
+    rawStart: new Uint32Array(m),
+    rawLen: new Uint32Array(m),
+    headerLen: new Uint8Array(m),
+    hashLen: o.hashLen,
+    mode: new Uint8Array(m),
+    level: new Int8Array(m),
+    crc: new Uint32Array(m),
+    files: o.files.map((f) => f.path),
+    fds: o.files.map((f) => f.fd),
+    spans: new Float64Array(0),
+    fileIndex: new Uint16Array(m),
+    offset: new Float64Array(m),
+    maxLen: o.maxLen ? new Float64Array(m).fill(Infinity) : undefined,
+  };
+}
+
 /** The dictionaries of the zstd packs read and written (set once per thread). */
 let zstdIn: ZstdCodec | undefined;
 let zstdOut: ZstdCodec | undefined;

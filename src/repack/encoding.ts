@@ -147,3 +147,14 @@ export function directEncoding(t: Targets, type: number, size: number): EntryEnc
   if (l === 'auto') return autoDirect(t.rule, t.fallback, size);
   return { level: l === 'keep' ? t.fallback : l, copy: false, maxLen: Infinity };
 }
+
+/**
+ * Whether an entry the rule re-encodes may still come out with the encoding it has, and be kept
+ * (sameEncoding): its stream is at the FLEVEL the new one will have, or it is stored and the
+ * length rule may store it again. A rewrite whose every other entry is copied tries these first
+ * and writes nothing when all are kept.
+ */
+export function mayKeep(enc: EntryEncoding, s: EntryStream): boolean {
+  if (enc.copy || s.block === BLOCK_NOT_ZLIB) return false;
+  return s.flevel === flevelOf(enc.level) || (s.block === BLOCK_STORED && enc.maxLen !== Infinity);
+}

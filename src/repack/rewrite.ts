@@ -1,7 +1,7 @@
 import { GitError, corrupt } from '../errors.js';
-import { hashObjectBuffer, toHex, type HashAlgo } from '../hash/algo.js';
+import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { OBJ_OFS_DELTA, isBaseType, isDelta, typeName } from '../format/object-type.js';
+import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
@@ -10,11 +10,11 @@ import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { COPY_CRC, COPY_INFLATE, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
+import { COPY_CRC, COPY_INFLATE, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
-import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
+import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 
@@ -86,11 +86,7 @@ export interface RewriteResult {
 }
 
 /** An object not copied from a pack entry (loose, or a delta written whole), encoded. */
-interface Direct {
-  type: number;
-  size: number;
-  data: Buffer;
-}
+type Direct = { type: number; size: number; data: Buffer };
 
 /** A batch on its way: the job's tables the main thread needs back to write its entries. */
 interface InFlight {
@@ -122,7 +118,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
 
 class PartitionRewrite {
   private readonly targets: Targets;
-  private readonly stats: RewriteStats;
+  private stats: RewriteStats;
+  /** Copies are counted, not read (a dry run, or a trial of the entries that may be kept). */
+  private counting: boolean;
   private readonly outType: Uint8Array;
   private readonly outOffset: Offsets;
   private readonly outCrc: Uint32Array;
@@ -145,8 +143,8 @@ class PartitionRewrite {
     const { n } = plan;
     this.targets = { levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1, zstd: opts.zpack !== undefined };
     this.usesAuto = Object.values(opts.levels).includes('auto');
-    this.stats = { objects: n, copied: 0, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, whole: 0, loose: 0, duplicatesDropped: plan.duplicatesDropped, excluded: plan.excluded, bytesIn: 0, bytesOut: 0 };
-    for (const p of plan.input.packs) this.stats.bytesIn += p.size;
+    this.stats = this.freshStats();
+    this.counting = opts.dryRun;
     // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each
     // entry becomes; loose objects, deltas written whole (sizes not known yet) and zstd output
     // always get 64-bit ones.
@@ -159,13 +157,23 @@ class PartitionRewrite {
     this.zsrc = plan.input.packs.find((p) => p.isZpack);
   }
 
+  private freshStats(): RewriteStats {
+    const { plan } = this;
+    const stats = { objects: plan.n, copied: 0, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, whole: 0, loose: 0, duplicatesDropped: plan.duplicatesDropped, excluded: plan.excluded, bytesIn: 0, bytesOut: 0 };
+    for (const p of plan.input.packs) stats.bytesIn += p.size;
+    return stats;
+  }
+
   async run(): Promise<RewriteResult> {
-    const { plan, opts, stats } = this;
-    if (this.sameAsSource()) {
-      stats.copied = plan.n;
-      stats.bytesOut = plan.input.packs[0]!.size;
-      return { stats, written: undefined, unchanged: true };
+    const { plan, opts } = this;
+    const same = this.sameAsSource();
+    if (same === 'if-kept' ? await this.allKept() : same) {
+      this.stats = this.freshStats();
+      this.stats.copied = plan.n;
+      this.stats.bytesOut = plan.input.packs[0]!.size;
+      return { stats: this.stats, written: undefined, unchanged: true };
     }
+    const { stats } = this;
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -197,6 +205,27 @@ class PartitionRewrite {
     }
   }
 
+  /**
+   * The trial of a pack whose every entry is copied but some that may be kept (a stored entry
+   * under `auto`, say): those are re-encoded, nothing is written, and when every one is kept
+   * the source pack is the result. Otherwise the real run starts over.
+   */
+  private async allKept(): Promise<boolean> {
+    const pool = new BatchPool(BatchPool.threadsFor(this.plan.n));
+    this.counting = true;
+    try {
+      await this.writeEntries(pool, dryRunOutput());
+    } finally {
+      await pool.close();
+      this.counting = this.opts.dryRun;
+      this.next = 0;
+    }
+    const r = this.stats.reencoded;
+    const kept = r.commit + r.tree + r.blob + r.tag === 0;
+    this.stats = this.freshStats();
+    return kept;
+  }
+
   private openOutput(threads: boolean): RewriteOutput {
     const { opts, plan } = this;
     if (opts.dryRun) return dryRunOutput();
@@ -218,8 +247,8 @@ class PartitionRewrite {
     return bound;
   }
 
-  /** What happens to a pack entry: its type and its encoding (encoding.ts). */
-  private classify(s: number): { type: number } & EntryEncoding {
+  /** What happens to a pack entry: its type, its encoding (encoding.ts), and whether a re-encode may keep it. */
+  private classify(s: number): { type: number; mayKeep: boolean } & EntryEncoding {
     const { plan } = this;
     const pi = plan.srcPack[s]!;
     const j = plan.srcIdx[s]!;
@@ -229,7 +258,8 @@ class PartitionRewrite {
     this.outType[s] = type;
     const size = this.usesAuto ? plan.scans[pi]!.size[j]! : 0;
     const stream = { flevel: flevelOf(plan, pi, j), block: blockOf(plan, pi, j), dataLen: plan.entryLen[pi]![j]! - headerLenOf(plan, pi, j), size };
-    return { type, ...encodingFor(this.targets, type, stream) };
+    const enc = encodingFor(this.targets, type, stream);
+    return { type, mayKeep: mayKeep(enc, stream), ...enc };
   }
 
   /** The same, counted in the stats. */
@@ -243,8 +273,9 @@ class PartitionRewrite {
   /**
    * Whether the pack written would be the one source pack byte for byte: every entry copied, in
    * the same order, at the same offset, with the same header. Then nothing is written at all.
+   * 'if-kept': so, if the entries to re-encode all come out as they are (allKept).
    */
-  private sameAsSource(): boolean {
+  private sameAsSource(): boolean | 'if-kept' {
     const { plan, opts } = this;
     if (opts.skipIfUnchanged !== true || opts.dryRun || opts.zpack !== undefined) return false;
     const pack = plan.input.packs[0]!;
@@ -252,20 +283,23 @@ class PartitionRewrite {
     if (pack.isZpack || plan.n !== pack.count) return false;
     const scan = plan.scans[0]!;
     let off = 12;
+    let trial = false;
     for (let k = 0; k < plan.n; k++) {
       const s = plan.outOrder[k]!;
       if (isDirect(plan, s)) return false;
       const j = plan.srcIdx[s]!;
       if (pack.idx.offsets[j] !== off) return false;
       const b = plan.base[s]!;
-      const { type, copy } = this.classify(s);
-      if (!copy) return false;
+      const { type, copy, mayKeep: may } = this.classify(s);
+      if (!copy && !may) return false;
+      if (!copy) trial = true;
       let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, this.hdr, 0);
       if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[plan.srcIdx[b]!]!, this.hdr, hl);
       if (hl !== headerLenOf(plan, 0, j)) return false;
       off = entryEnd(plan, 0, j);
     }
-    return off === pack.dataEnd;
+    if (off !== pack.dataEnd) return false;
+    return trial ? 'if-kept' : true;
   }
 
   /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
@@ -287,13 +321,13 @@ class PartitionRewrite {
       const id = plan.input.loose[j]!;
       const file = loosePath(plan.input.looseDir, id);
       obj = readLooseFile(file);
-      checkId(opts.algo, obj.type, obj.data, id, 0, file, 0);
+      checkObjectId(opts.algo, obj.type, obj.data, id, 0, file, 0);
       stats.loose++;
     } else {
       // The base is not in the output (kept elsewhere, or a cycle was broken here).
       const pack = plan.input.packs[pi]!;
       obj = opts.odb.readPacked(pack, pack.idx.offsets[j]!);
-      checkId(opts.algo, obj.type, obj.data, pack.idx.ids, j * plan.len, pack.packPath, pack.idx.offsets[j]!);
+      checkObjectId(opts.algo, obj.type, obj.data, pack.idx.ids, j * plan.len, pack.packPath, pack.idx.offsets[j]!);
       stats.whole++;
     }
     this.outType[s] = obj.type;
@@ -392,27 +426,8 @@ class PartitionRewrite {
   private newJob(m: number, bytes: number): BatchJob {
     const { plan, opts } = this;
     const zstdOut = opts.zpack !== undefined;
-    return {
-      buf: this.takeBuffer(bytes),
-      spare: this.spareOut.pop(),
-      srcDict: this.zsrc !== undefined ? new Int8Array(m).fill(-2) : undefined,
-      zstdOut,
-      dstDict: zstdOut ? new Int8Array(m).fill(NO_DICT) : undefined,
-      n: m,
-      rawStart: new Uint32Array(m),
-      rawLen: new Uint32Array(m),
-      headerLen: new Uint8Array(m),
-      hashLen: plan.len,
-      mode: new Uint8Array(m),
-      level: new Int8Array(m),
-      crc: new Uint32Array(m),
-      files: plan.input.packs.map((p) => p.packPath),
-      fds: plan.input.packs.map((p) => p.descriptor),
-      spans: new Float64Array(0),
-      fileIndex: new Uint16Array(m),
-      offset: new Float64Array(m),
-      maxLen: this.usesAuto && !zstdOut ? new Float64Array(m).fill(Infinity) : undefined,
-    };
+    const files = plan.input.packs.map((p) => ({ path: p.packPath, fd: p.descriptor }));
+    return emptyJob(m, this.takeBuffer(bytes), this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
   }
 
   /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
@@ -436,7 +451,7 @@ class PartitionRewrite {
       const { level, copy, maxLen } = this.decide(s);
       job.rawLen[i] = end - off;
       job.headerLen[i] = headerLenOf(plan, pi, j);
-      if (copy && opts.dryRun) {
+      if (copy && this.counting) {
         job.mode[i] = SKIP; // counted, not read
         continue;
       }
@@ -479,11 +494,4 @@ const EMPTY = Buffer.alloc(0);
 function countType(c: TypeCounts, type: number, by: number): void {
   const n = typeName(type);
   if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n] += by;
-}
-
-function checkId(algo: HashAlgo, type: number, data: Uint8Array, want: Uint8Array, pos: number, file: string, offset: number): void {
-  const got = hashObjectBuffer(algo, typeName(type), data);
-  if (got.compare(want, pos, pos + algo.len) !== 0) {
-    throw corrupt('bad-object', file, offset, `object hashes to ${toHex(got)}, expected ${toHex(want, pos, algo.len)}`);
-  }
 }
