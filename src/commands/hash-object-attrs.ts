@@ -55,6 +55,9 @@ interface Attrs {
   encoding: AttrValue;
 }
 
+/** The attributes convert_attrs reads (their order is decisionFor's). */
+const CONVERSION_ATTRS = ['text', 'crlf', 'eol', 'ident', 'filter', 'working-tree-encoding'] as const;
+
 /** How the end-of-line settings of the configuration enter `convert_attrs`. */
 export interface EolConfig {
   auto: AutoCrlf;
@@ -116,7 +119,7 @@ export function decisionFor(
   write: boolean,
   spelled = true,
 ): Decision {
-  const names = ['text', 'crlf', 'eol', 'ident', 'filter', 'working-tree-encoding'] as const;
+  const names = CONVERSION_ATTRS;
   const options = names.map((n) => interpretations(report.get(n), spelled));
   const pick = new Array<number>(names.length).fill(0);
   const kinds = new Set<Conversion['kind']>();
@@ -250,13 +253,21 @@ export class AttributeOracle {
     return paths.map((p, i) => {
       if (asked.has(i)) {
         if (reports === undefined) return 'delegate'; // git check-attr failed: git decides
-        const report = reports.get(pathString(p)) ?? new Map<string, string>();
-        const spelled = report.size > 0 && this.spelledStates(p, cwd);
-        return decisionFor(report, this.eol, this.hasDriver, this.s.write, spelled);
+        return this.decideReport(reports.get(pathString(p)) ?? new Map<string, string>(), p, cwd);
       }
       if (this.insideRepository(p, cwd)) return 'identity'; // no attributes file applies
       return this.conversionImpossible(p, cwd) ? 'identity' : 'delegate';
     });
+  }
+
+  private decideReport(report: Map<string, string>, p: string | Buffer, cwd: string): Decision {
+    let key = '';
+    for (const n of CONVERSION_ATTRS) key += (report.get(n) ?? '\u0001') + '\0';
+    const spelled = key.includes('set\0') && this.spelledStates(p, cwd);
+    key += spelled ? '1' : '0';
+    let d = this.decided.get(key);
+    if (d === undefined) this.decided.set(key, (d = decisionFor(report, this.eol, this.hasDriver, this.s.write, spelled)));
+    return d;
   }
 
   /** Can `git check-attr` answer for this path (it refuses paths outside the repository)? */
@@ -343,19 +354,36 @@ export class AttributeOracle {
   private attributesMayApply(p: string | Buffer, cwd: string): boolean {
     this.anyGlobal ??= this.globalConversionPossible(cwd);
     if (this.anyGlobal) return true;
-    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir));
+    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir), this.mayApplyBelow);
   }
 
-  /** Does `test` hold for a directory from the path's own up to the top of the work tree? */
-  private someDirectory(p: string | Buffer, cwd: string, test: (dir: string) => boolean): boolean {
+  /**
+   * Does `test` hold for a directory from the path's own up to the top of the work tree? Each
+   * directory's answer is remembered in `memo` (one walk per directory, not per path).
+   */
+  private someDirectory(p: string | Buffer, cwd: string, test: (dir: string) => boolean, memo: Map<string, boolean>): boolean {
     if (this.s.repo === undefined) return false;
     const root = this.s.repo.workTree ?? cwd;
-    let dir = dirname(resolve(cwd, pathString(p)));
-    for (;;) {
-      if (test(dir)) return true;
-      if (dir === root || !isInside(root, dir)) return false;
-      dir = dirname(dir);
+    const s = pathString(p);
+    const slash = s.lastIndexOf('/');
+    const start = slash < 0 ? cwd : resolve(cwd, s.slice(0, slash));
+    const known = memo.get(start);
+    if (known !== undefined) return known;
+    let found = false;
+    for (let dir = start; ; dir = dirname(dir)) {
+      const k = memo.get(dir);
+      if (k !== undefined) {
+        found = k;
+        break;
+      }
+      if (test(dir)) {
+        found = true;
+        break;
+      }
+      if (dir === root || !isInside(root, dir)) break;
     }
+    memo.set(start, found);
+    return found;
   }
 
   /**
@@ -370,10 +398,14 @@ export class AttributeOracle {
       this.spelledGlobal = files.some((f) => this.spells(f));
     }
     if (this.spelledGlobal) return true;
-    return this.someDirectory(p, cwd, (dir) => this.spells(join(dir, '.gitattributes')));
+    return this.someDirectory(p, cwd, (dir) => this.spells(join(dir, '.gitattributes')), this.spelledBelow);
   }
 
   private spelledGlobal: boolean | undefined;
+  private readonly spelledBelow = new Map<string, boolean>();
+  private readonly mayApplyBelow = new Map<string, boolean>();
+  /** Decisions by the report's conversion attributes (few combinations in a tree). */
+  private readonly decided = new Map<string, Decision>();
   private readonly spelledFiles = new Map<string, boolean>();
 
   private spells(file: string): boolean {

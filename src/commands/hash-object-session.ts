@@ -19,7 +19,7 @@ import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js'
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
 import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
 import { writeSettings, type WriteSettings } from './hash-object-config.js';
-import { PreHashPool } from './pre-hash-pool.js';
+import type { PreHashPool } from './pre-hash-pool.js';
 import type { PreHashed } from './pre-hash.js';
 import { readToEnd } from './read-loop.js';
 import { strerror } from './strerror.js';
@@ -54,6 +54,9 @@ export interface Delegation {
   args: string[];
   input: Buffer | 'stdin';
 }
+
+/** Files below this are read with one buffer of this size. */
+const SMALL_READ = 64 * 1024;
 
 /** The type names hash-object accepts without --literally. */
 function validType(type: string): boolean {
@@ -107,7 +110,9 @@ export class Session {
   private target: ObjectWriteTarget | undefined;
   private settings: WriteSettings | undefined;
   private writer: typeof import('../store/write-object.js') | undefined;
-  readonly hashBuf = Buffer.allocUnsafe(HASH_CHUNK);
+  /** Read buffers, made on first use: a 1 MiB one costs a small run a garbage collection. */
+  private smallBuf: Buffer | undefined;
+  private largeBuf: Buffer | undefined;
   /** Ids not yet handed to `hooks.onIds`. */
   private out = '';
   readonly result: HashObjectResult = { objects: 0, loose: 0, packs: [], delegated: 0 };
@@ -262,7 +267,7 @@ export class Session {
     const cr = crlf ? crScanner() : undefined;
     let id: Buffer;
     try {
-      id = hashFdSync(fd, o.type, size, this.algo, indexing, this.hashBuf, cr?.inspect);
+      id = hashFdSync(fd, o.type, size, this.algo, indexing, this.readBuffer(size), cr?.inspect);
     } catch (e) {
       throw this.readFailure(e, label, indexing);
     }
@@ -274,6 +279,11 @@ export class Session {
     if (o.write) await this.writeFrom(id, { fd, size, label: indexing }, packed, label);
     this.emit(toHex(id));
     return true;
+  }
+
+  private readBuffer(size: number): Buffer {
+    if (size < SMALL_READ) return (this.smallBuf ??= Buffer.allocUnsafeSlow(SMALL_READ));
+    return (this.largeBuf ??= Buffer.allocUnsafeSlow(HASH_CHUNK));
   }
 
   private readWhole(fd: number, size: number, label: string | undefined, indexing: string): Buffer {
@@ -368,10 +378,15 @@ export class Session {
     if (!done) this.emit(this.delegate(delegation()));
   }
 
-  /** Ids of regular files ahead of their turn (no -w, blobs): see pre-hash.ts. */
-  preHash(paths: Buffer[]): (PreHashed | undefined)[] {
+  /** Loads what `preHash` needs (only --stdin-paths does: a single small run does not pay for it). */
+  async loadPreHash(): Promise<void> {
+    const { PreHashPool } = await import('./pre-hash-pool.js');
     this.pool ??= new PreHashPool(this.algo);
-    return this.pool.run(paths.map((p) => (p.length === 0 ? p : openTarget(p, this.base, this.baseSlash) as Buffer)));
+  }
+
+  /** Ids of regular files ahead of their turn (no -w, blobs; after `loadPreHash`): see pre-hash.ts. */
+  preHash(paths: Buffer[]): (PreHashed | undefined)[] {
+    return this.pool!.run(paths.map((p) => (p.length === 0 ? p : openTarget(p, this.base, this.baseSlash) as Buffer)));
   }
 
   close(): void {

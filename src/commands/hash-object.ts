@@ -149,6 +149,7 @@ async function hashFiles(s: Session): Promise<void> {
  */
 async function hashStdinPaths(s: Session): Promise<void> {
   const reader = new LineReader(s.o.stdinFd ?? 0);
+  if (!s.o.write && s.o.type === 'blob') await s.loadPreHash();
   for (let lines = reader.next(); lines !== undefined; lines = reader.next()) {
     s.hooks.signal?.throwIfAborted();
     const paths: Buffer[] = [];
