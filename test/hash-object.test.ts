@@ -445,7 +445,7 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     const special = names.filter((n) => !n.startsWith('p/'));
     await same(special, { cwd: repo });
     // -w: git's safecrlf warnings for CRLF content and eol=crlf paths come from git itself.
-    await same(['-w', ...special], { cwd: repo });
+    await same(['-w', ...special.filter((n) => /^(lf|crlf|mixed)\.(sh|bat|auto)$/.test(n))], { cwd: repo });
     // Text paths (eol=lf, eol=crlf, text) with or without CRs never need git: no delegated run.
     const trace = path.join(root, 'eol-batch.trace');
     const text = names.filter((n) => /\.(sh|bat|txt)$/.test(n) && !n.startsWith('sub/'));
@@ -458,7 +458,7 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     const spelled = ['spelled/a.txt', 'spelled/a.sh', 'crlf.txt'];
     for (const n of spelled) write(path.join(repo, n), 'a\r\nb\r\n');
     await same(['--stdin-paths'], { cwd: repo, input: spelled.join('\n') + '\n' });
-  });
+  }, 240_000);
 
   it('attribute reports that could be strings are read both ways', async () => {
     const none = () => false;
