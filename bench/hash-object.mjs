@@ -10,6 +10,15 @@
  *
  *   node bench/hash-object.mjs [--sizes=64m,1g] [--runs=5] [--runs-w=5] [--modes=plain,w] [--tmpdir=DIR] [--keep]
  *
+ * With --patterns, the patterns scripts use instead (issue #17's table), each interleaved with
+ * stock git: --stdin-paths over a source tree (--tree=DIR, a work tree with its own
+ * .gitattributes; it is made a repository if it is not one), -w of a 15 MB text file made of that
+ * tree's sources, 64 MiB random without -w, -w of 64 and 200 MiB random in a fresh repository,
+ * 1 GiB without -w, and one small file (start-up); with the load (uptime) and `openssl speed -evp
+ * sha1` from the same machine:
+ *
+ *   node bench/hash-object.mjs --patterns --tree=DIR [--runs=7] [--runs-big=3] [--tmpdir=DIR]
+ *
  * Needs the compiled CLI (`npm run build`).
  */
 import { spawnSync } from 'node:child_process';
@@ -122,6 +131,12 @@ function commands(file, write) {
     env: { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='32m'" },
   });
   return list;
+}
+
+if (opts.patterns === 'true') {
+  await import('./hash-object-patterns.mjs').then((m) => m.runPatterns({ opts, env, tmp, BIN, timed, median, cleanObjects, makeRandomFile, sh }));
+  fs.rmSync(tmp, { recursive: true, force: true });
+  process.exit(0);
 }
 
 const results = [];

@@ -16,6 +16,8 @@ import type { Io } from '../src/cli/io.js';
 import { main } from '../src/cli/main.js';
 import { ParallelDeflate, adler32, zlibHeader } from '../src/codec/parallel-deflate.js';
 import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object.js';
+import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object-config.js';
+import { GitConfig } from '../src/store/config.js';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { ContentSizeError, ObjectHasher, hashFdSync, hashObject } from '../src/hash/hash-object.js';
 import { git, gitEnv, gitOk, lines } from './helpers/git.js';
@@ -411,6 +413,53 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     await same(['a.txt'], { cwd: dir, env, pre: ['-c', `core.attributesFile=${attrs}`] });
   });
 
+  it('git.git-style attributes: eol=lf/crlf text converted here, auto and mixed left to git, in batches', async () => {
+    const repo = initRepo('eol-batch');
+    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n*.bat text eol=crlf\n*.c diff=cpp\n*.auto text=auto\n*.txt text\nsub/* -text\n');
+    write(path.join(repo, 'sub/.gitattributes'), '*.sh eol=crlf\n');
+    const contents: [string, string | Buffer][] = [
+      ['lf', 'a\nb\n'],
+      ['crlf', 'a\r\nb\r\n'],
+      ['mixed', 'a\nb\r\nc'],
+      ['lonecr', 'a\rb\r\n\r'],
+      ['nulcr', Buffer.from([0, 13, 10, 13, 10, 0])],
+      ['empty', ''],
+    ];
+    const names: string[] = [];
+    const exts = ['sh', 'bat', 'c', 'auto', 'txt'];
+    // Every kind of content under every attribute, in the work tree's top and in sub/ ...
+    for (const [kind, c] of contents) {
+      for (const ext of exts) {
+        for (const dir of ['', 'sub/']) names.push(write(path.join(repo, `${dir}${kind}.${ext}`), c).slice(repo.length + 1));
+      }
+    }
+    // ... amid enough plain files that the batch is shared with a second thread.
+    for (let i = 0; i < 520; i++) names.splice((i * 7) % names.length, 0, write(path.join(repo, `p/${i}.${exts[i % 5]}`), `${i}\n`).slice(repo.length + 1));
+    const list = write(path.join(root, 'eol-batch.paths'), names.join('\n') + '\n');
+    // More than 512 paths: the second thread takes part; a regular file and a pipe as input.
+    await same(['--stdin-paths'], { cwd: repo, stdinFile: list });
+    await same(['--stdin-paths'], { cwd: repo, input: names.join('\n') + '\n' });
+    for (const pre of [['-c', 'core.autocrlf=true'], ['-c', 'core.autocrlf=input'], ['-c', 'core.eol=crlf']]) {
+      await same(['--stdin-paths'], { cwd: repo, stdinFile: list, pre });
+    }
+    const special = names.filter((n) => !n.startsWith('p/'));
+    await same(special, { cwd: repo });
+    // -w: git's safecrlf warnings for CRLF content and eol=crlf paths come from git itself.
+    await same(['-w', ...special.filter((n) => /^(lf|crlf|mixed)\.(sh|bat|auto)$/.test(n))], { cwd: repo });
+    // Text paths (eol=lf, eol=crlf, text) with or without CRs never need git: no delegated run.
+    const trace = path.join(root, 'eol-batch.trace');
+    const text = names.filter((n) => /\.(sh|bat|txt)$/.test(n) && !n.startsWith('sub/'));
+    expect(text.filter((n) => /crlf|mixed|lonecr/.test(n)).length).toBe(9);
+    const r = await run('ours', ['--stdin-paths'], { cwd: repo, input: text.join('\n') + '\n', env: { GIT_TRACE: trace } });
+    expect(r.stdout.toString()).toBe(gitOk(['hash-object', '--stdin-paths'], { cwd: repo, input: text.join('\n') + '\n' }));
+    expect(fs.readFileSync(trace, 'utf8')).not.toMatch(/built-in: git hash-object/);
+    // "set" and "unset" spelled as values are strings to git (CRLF kept), which check-attr cannot show.
+    write(path.join(repo, 'spelled/.gitattributes'), '*.txt text=set\n*.sh text=unset eol=lf\n');
+    const spelled = ['spelled/a.txt', 'spelled/a.sh', 'crlf.txt'];
+    for (const n of spelled) write(path.join(repo, n), 'a\r\nb\r\n');
+    await same(['--stdin-paths'], { cwd: repo, input: spelled.join('\n') + '\n' });
+  }, 240_000);
+
   it('attribute reports that could be strings are read both ways', async () => {
     const none = () => false;
     const rep = (o: Record<string, string>) => new Map(Object.entries(o));
@@ -594,6 +643,50 @@ describe('hash-object -w', () => {
     const id = (await run('ours', ['-w', 'crlf.txt'], { cwd: repo, pre: ['-c', 'core.autocrlf=true'] })).stdout.toString().trim();
     expect(id).toBe(gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'a\nb\n' }).trim());
     expect(gitOk(['cat-file', '-p', id], { cwd: repo })).toBe('a\nb\n');
+  });
+});
+
+describe('hash-object -w: durability as git 2.39 configures it', () => {
+  it('core.fsync and core.fsyncObjectFiles: loose objects fsynced only when named (cache.h, config.c)', () => {
+    // FSYNC_COMPONENTS_DEFAULT leaves loose objects out; names match as prefixes (strncmp), "-" removes.
+    const loose = (v: string) => (parseFsyncComponents(v) & 1) !== 0;
+    const table: [string, boolean][] = [
+      ['loose-object', true],
+      ['objects', true],
+      ['committed', true],
+      ['added', true],
+      ['all', true],
+      // (current & ~negative) | positive: a component named positively wins over its negation.
+      ['all,-loose-object', true],
+      ['-loose-object', false],
+      ['pack', false],
+      ['reference, index', false],
+      ['loose', true],
+      ['none', false],
+      // "none" resets only the base set (and only as the last word); named components are added after.
+      ['loose-object,none', true],
+      ['objects,-loose-object', true],
+    ];
+    for (const [v, want] of table) expect(loose(v), v).toBe(want);
+    const cfg = (entries: Record<string, string>) => new GitConfig(new Map(Object.entries(entries).map(([k, v]) => [k, [v]])));
+    expect(fsyncLooseObjects(cfg({}))).toBe(false);
+    expect(fsyncLooseObjects(cfg({ 'core.fsyncobjectfiles': 'true' }))).toBe(true);
+    expect(fsyncLooseObjects(cfg({ 'core.fsync': 'objects' }))).toBe(true);
+    expect(fsyncLooseObjects(cfg({ 'core.fsync': 'pack' }))).toBe(false);
+  });
+
+  it('with and without fsync the objects are git\'s', async () => {
+    const repo = initRepo('w-fsync');
+    write(path.join(repo, 'a.txt'), 'text\n'.repeat(300_000));
+    for (const pre of [[], ['-c', 'core.fsync=loose-object'], ['-c', 'core.fsyncObjectFiles=true']]) {
+      fs.rmSync(path.join(repo, '.git', 'objects'), { recursive: true, force: true });
+      fs.mkdirSync(path.join(repo, '.git', 'objects', 'pack'), { recursive: true });
+      const r = await run('ours', ['-w', 'a.txt'], { cwd: repo, pre, subprocess: true });
+      const id = r.stdout.toString().trim();
+      expect(id).toBe(gitOk(['hash-object', 'a.txt'], { cwd: repo }).trim());
+      gitOk(['fsck', '--strict'], { cwd: repo });
+      expect(gitOk(['cat-file', '-s', id], { cwd: repo }).trim()).toBe(String(5 * 300_000));
+    }
   });
 });
 

@@ -77,9 +77,9 @@ function optname(opt: OptionSpec, flags: number): string {
   return `option \`${opt.long}'`;
 }
 
-/** git's parse-options, for hash-object's option table (parse-options.c in git 2.39). */
-export function parseHashObjectArgs(argv: string[], usage = HASH_OBJECT_USAGE): ParseOutcome {
-  const out: ParsedHashObjectArgs = {
+/** git's parse-options (parse-options.c in git 2.39), for hash-object's option table. */
+class Parser {
+  readonly out: ParsedHashObjectArgs = {
     type: 'blob',
     write: false,
     stdin: 0,
@@ -89,172 +89,184 @@ export function parseHashObjectArgs(argv: string[], usage = HASH_OBJECT_USAGE): 
     path: undefined,
     files: [],
   };
-  let i = 0;
+  /** The argument being parsed. */
+  i = 0;
   /** The value glued to the option being parsed (`-tblob`, `--path=x`), git's `p->opt`. */
-  let glued: string | undefined;
-  const error = (msg: string): ParseExit => new ParseExit(129, '', `error: ${msg}\n`);
-  const showUsage = (): ParseExit => new ParseExit(129, usage, '');
+  glued: string | undefined;
 
-  const getValue = (opt: OptionSpec, flags: number): void => {
+  constructor(
+    readonly argv: string[],
+    readonly usage: string,
+  ) {}
+
+  error(msg: string): ParseExit {
+    return new ParseExit(129, '', `error: ${msg}\n`);
+  }
+
+  showUsage(): ParseExit {
+    return new ParseExit(129, this.usage, '');
+  }
+
+  /** get_value: stores one option's value (the next argument when nothing is glued). */
+  getValue(opt: OptionSpec, flags: number): void {
     const unset = (flags & UNSET) !== 0;
-    if (unset && glued !== undefined) throw error(`${optname(opt, flags)} takes no value`);
-    if (!(flags & SHORT) && glued !== undefined && opt.kind !== 'string') throw error(`${optname(opt, flags)} takes no value`);
-    switch (opt.kind) {
-      case 'bit':
-      case 'bool':
-        (out[opt.key] as boolean) = !unset;
-        return;
-      case 'countup':
-        out.stdin = unset ? 0 : out.stdin + 1;
-        return;
-      case 'string': {
-        if (unset) {
-          if (opt.key === 'path') out.path = undefined;
-          return;
-        }
-        let v: string;
-        if (glued !== undefined) {
-          v = glued;
-          glued = undefined;
-        } else if (i + 1 < argv.length) {
-          v = argv[++i]!;
-        } else {
-          throw error(`${optname(opt, flags)} requires a value`);
-        }
-        if (opt.key === 'type') out.type = v;
-        else out.path = v;
-        return;
+    if (unset && this.glued !== undefined) throw this.error(`${optname(opt, flags)} takes no value`);
+    if (!(flags & SHORT) && this.glued !== undefined && opt.kind !== 'string') throw this.error(`${optname(opt, flags)} takes no value`);
+    const out = this.out;
+    if (opt.kind === 'bit' || opt.kind === 'bool') (out[opt.key] as boolean) = !unset;
+    else if (opt.kind === 'countup') out.stdin = unset ? 0 : out.stdin + 1;
+    else if (unset) {
+      if (opt.key === 'path') out.path = undefined;
+    } else {
+      let v: string;
+      if (this.glued !== undefined) {
+        v = this.glued;
+        this.glued = undefined;
+      } else if (this.i + 1 < this.argv.length) {
+        v = this.argv[++this.i]!;
+      } else {
+        throw this.error(`${optname(opt, flags)} requires a value`);
       }
+      if (opt.key === 'type') out.type = v;
+      else out.path = v;
     }
-  };
+  }
 
   /** parse_short_opt: false when the letter is unknown (glued then still points at it). */
-  const parseShort = (): boolean => {
-    const c = glued![0]!;
+  parseShort(): boolean {
+    const c = this.glued![0]!;
     const opt = OPTIONS.find((o) => o.short === c);
     if (opt === undefined) return false;
-    glued = glued!.length > 1 ? glued!.slice(1) : undefined;
-    getValue(opt, SHORT);
+    this.glued = this.glued!.length > 1 ? this.glued!.slice(1) : undefined;
+    this.getValue(opt, SHORT);
     return true;
-  };
+  }
 
   /** check_typos: `-stdin` was surely meant as `--stdin`. */
-  const checkTypos = (arg: string): void => {
+  checkTypos(arg: string): void {
     if (arg.length < 3) return;
     if (arg.startsWith('no-') || OPTIONS.some((o) => o.long !== undefined && o.long.startsWith(arg))) {
-      throw error(`did you mean \`--${arg}\` (with two dashes)?`);
+      throw this.error(`did you mean \`--${arg}\` (with two dashes)?`);
     }
-  };
+  }
+
+  /**
+   * One option of parse_long_opt's loop: 'done' when `arg` names it exactly (its value stored),
+   * an abbreviation's flags (`arg`'s own, and the option's negation) when `arg` abbreviates it,
+   * undefined when it does not match.
+   */
+  matchLong(opt: OptionSpec & { long: string }, arg: string, argEnd: number): 'done' | { flags: number; optFlags: number } | undefined {
+    let longName = opt.long;
+    let flags = 0;
+    let optFlags = 0;
+    for (;;) {
+      let rest: string | undefined = arg.startsWith(longName) ? arg.slice(longName.length) : undefined;
+      if (rest === undefined) {
+        if (longName.startsWith(arg.slice(0, argEnd))) return { flags, optFlags };
+        if ('no-'.startsWith(arg)) return { flags: flags | UNSET, optFlags };
+        if (!arg.startsWith('no-')) {
+          if (!longName.startsWith('no-')) return undefined;
+          longName = longName.slice(3);
+          optFlags |= UNSET;
+          continue;
+        }
+        flags |= UNSET;
+        rest = arg.slice(3).startsWith(longName) ? arg.slice(3 + longName.length) : undefined;
+        if (rest === undefined) return longName.startsWith(arg.slice(3)) ? { flags, optFlags } : undefined;
+      }
+      if (rest.length > 0) {
+        if (rest[0] !== '=') return undefined;
+        this.glued = rest.slice(1);
+      }
+      this.getValue(opt, flags ^ optFlags);
+      return 'done';
+    }
+  }
 
   /** parse_long_opt: exact names, negations and unambiguous abbreviations. */
-  const parseLong = (arg: string): 'done' | 'unknown' => {
+  parseLong(arg: string): 'done' | 'unknown' {
     const eq = arg.indexOf('=');
     const argEnd = eq < 0 ? arg.length : eq;
     let abbrev: { opt: OptionSpec; flags: number } | undefined;
     let ambiguous: { opt: OptionSpec; flags: number } | undefined;
     for (const opt of OPTIONS) {
       if (opt.long === undefined) continue;
-      let longName = opt.long;
-      let flags = 0;
-      let optFlags = 0;
-      let abbreviated = false;
-      for (;;) {
-        let rest: string | undefined = arg.startsWith(longName) ? arg.slice(longName.length) : undefined;
-        if (rest === undefined) {
-          if (longName.startsWith(arg.slice(0, argEnd))) {
-            abbreviated = true;
-            break;
-          }
-          if ('no-'.startsWith(arg)) {
-            flags |= UNSET;
-            abbreviated = true;
-            break;
-          }
-          if (!arg.startsWith('no-')) {
-            if (longName.startsWith('no-')) {
-              longName = longName.slice(3);
-              optFlags |= UNSET;
-              continue;
-            }
-            break;
-          }
-          flags |= UNSET;
-          rest = arg.slice(3).startsWith(longName) ? arg.slice(3 + longName.length) : undefined;
-          if (rest === undefined) {
-            if (longName.startsWith(arg.slice(3))) abbreviated = true;
-            break;
-          }
-        }
-        if (rest.length > 0) {
-          if (rest[0] !== '=') break;
-          glued = rest.slice(1);
-        }
-        getValue(opt, flags ^ optFlags);
-        return 'done';
-      }
-      if (abbreviated) {
-        if (abbrev !== undefined) ambiguous = abbrev;
-        if (!(flags & UNSET) && eq >= 0) glued = arg.slice(eq + 1);
-        abbrev = { opt, flags: flags ^ optFlags };
-      }
+      const m = this.matchLong(opt as OptionSpec & { long: string }, arg, argEnd);
+      if (m === 'done') return 'done';
+      if (m === undefined) continue;
+      if (abbrev !== undefined) ambiguous = abbrev;
+      if (!(m.flags & UNSET) && eq >= 0) this.glued = arg.slice(eq + 1);
+      abbrev = { opt, flags: m.flags ^ m.optFlags };
     }
     if (ambiguous !== undefined && abbrev !== undefined) {
       const a = `${ambiguous.flags & UNSET ? 'no-' : ''}${ambiguous.opt.long}`;
       const b = `${abbrev.flags & UNSET ? 'no-' : ''}${abbrev.opt.long}`;
-      throw new ParseExit(129, usage, `error: ambiguous option: ${arg} (could be --${a} or --${b})\n`);
+      throw new ParseExit(129, this.usage, `error: ambiguous option: ${arg} (could be --${a} or --${b})\n`);
     }
-    if (abbrev !== undefined) {
-      getValue(abbrev.opt, abbrev.flags);
-      return 'done';
-    }
-    return 'unknown';
-  };
+    if (abbrev === undefined) return 'unknown';
+    this.getValue(abbrev.opt, abbrev.flags);
+    return 'done';
+  }
 
-  const unknown = (shown: string, letter: string | undefined): ParseExit => {
+  unknown(shown: string, letter: string | undefined): ParseExit {
     let msg: string;
     if (shown[1] === '-') msg = `unknown option \`${shown.slice(2)}'`;
     else if (letter !== undefined && letter.charCodeAt(0) < 128) msg = `unknown switch \`${letter}'`;
     else msg = `unknown non-ascii option in string: \`${shown}'`;
-    return new ParseExit(129, '', `error: ${msg}\n${usage}`);
-  };
+    return new ParseExit(129, '', `error: ${msg}\n${this.usage}`);
+  }
 
-  try {
-    for (; i < argv.length; i++) {
-      const arg = argv[i]!;
-      glued = undefined;
+  /** A cluster of short options (`-wt blob`, `-tblob`). */
+  parseShortCluster(arg: string): void {
+    this.glued = arg.slice(1);
+    if (!this.parseShort()) {
+      this.checkTypos(arg.slice(1));
+      if (this.glued![0] === 'h') throw this.showUsage();
+      throw this.unknown(arg, this.glued![0]);
+    }
+    if (this.glued !== undefined) this.checkTypos(arg.slice(1));
+    while (this.glued !== undefined) {
+      if (!this.parseShort()) {
+        if (this.glued[0] === 'h') throw this.showUsage();
+        throw this.unknown('-' + this.glued, this.glued[0]);
+      }
+    }
+  }
+
+  /** parse_options_step over the whole argv; throws ParseExit. */
+  parse(): ParsedHashObjectArgs {
+    const argv = this.argv;
+    for (; this.i < argv.length; this.i++) {
+      const arg = argv[this.i]!;
+      this.glued = undefined;
       if (arg[0] !== '-' || arg.length === 1) {
-        out.files.push(arg);
+        this.out.files.push(arg);
         continue;
       }
-      if (argv.length === 1 && arg === '-h') throw showUsage();
+      if (argv.length === 1 && arg === '-h') throw this.showUsage();
       if (arg[1] !== '-') {
-        glued = arg.slice(1);
-        if (!parseShort()) {
-          checkTypos(arg.slice(1));
-          if (glued![0] === 'h') throw showUsage();
-          throw unknown(arg, glued![0]);
-        }
-        if (glued !== undefined) checkTypos(arg.slice(1));
-        while (glued !== undefined) {
-          if (!parseShort()) {
-            if (glued[0] === 'h') throw showUsage();
-            throw unknown('-' + glued, glued[0]);
-          }
-        }
+        this.parseShortCluster(arg);
         continue;
       }
       if (arg === '--' || arg === '--end-of-options') {
-        out.files.push(...argv.slice(i + 1));
+        this.out.files.push(...argv.slice(this.i + 1));
         break;
       }
-      if (arg === '--help-all' || arg === '--help') throw showUsage();
-      if (parseLong(arg.slice(2)) === 'unknown') throw unknown(arg, undefined);
+      if (arg === '--help-all' || arg === '--help') throw this.showUsage();
+      if (this.parseLong(arg.slice(2)) === 'unknown') throw this.unknown(arg, undefined);
     }
+    return this.out;
+  }
+}
+
+/** git's parse-options, for hash-object's option table (parse-options.c in git 2.39). */
+export function parseHashObjectArgs(argv: string[], usage = HASH_OBJECT_USAGE): ParseOutcome {
+  try {
+    return { kind: 'ok', args: new Parser(argv, usage).parse() };
   } catch (e) {
     if (e instanceof ParseExit) return { kind: 'exit', code: e.code, stdout: e.stdout, stderr: e.stderr };
     throw e;
   }
-  return { kind: 'ok', args: out };
 }
 
 function printFailure(io: Io, e: unknown): number {
@@ -290,7 +302,7 @@ export async function runHashObject(argv: string[], ctx: CliContext): Promise<nu
   };
   try {
     await hashObjects(opts, {
-      onId: (hex) => io.out(hex + '\n'),
+      onIds: (lines) => io.out(lines),
       onStderr: (t) => io.err(t),
     });
     return 0;

@@ -1,4 +1,4 @@
-import { fstatSync, readSync } from 'node:fs';
+import { readSync } from 'node:fs';
 import type { Hash } from 'node:crypto';
 import { GitError, type ErrorCode } from '../errors.js';
 import { SHA1, type HashAlgo } from './algo.js';
@@ -122,7 +122,8 @@ export async function hashObject(
 /**
  * Hashes `size` bytes of a regular file from offset 0 with large synchronous reads (measured faster
  * than a read stream, and nothing else runs meanwhile). Detects a file that shrinks or grows while
- * it is read: git would hash a stale or short snapshot.
+ * it is read: git would hash a stale or short snapshot. The last read asks for one byte more than
+ * is left, so a file that fits the buffer costs one read. `inspect` sees each chunk of content.
  */
 export function hashFdSync(
   fd: number,
@@ -131,23 +132,26 @@ export function hashFdSync(
   algo: HashAlgo,
   label: string,
   buf: Buffer = Buffer.allocUnsafe(HASH_CHUNK),
+  inspect?: (chunk: Buffer) => void,
 ): Buffer {
   const h = new ObjectHasher(algo, type, size, label);
   let pos = 0;
-  while (pos < size) {
-    const n = readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
-    if (n === 0) throw new ContentSizeError(size, pos, label);
-    h.update(n === buf.length ? buf : buf.subarray(0, n));
+  for (;;) {
+    const left = size - pos;
+    const want = Math.min(buf.length, left + 1);
+    const n = readSync(fd, buf, 0, want, pos);
+    if (n > left) throw new ContentSizeError(size, size + 1, label);
+    if (n === 0 && left > 0) throw new ContentSizeError(size, pos, label);
+    if (n > 0) {
+      const chunk = n === buf.length ? buf : buf.subarray(0, n);
+      h.update(chunk);
+      inspect?.(chunk);
+    }
     pos += n;
+    // A short read of a regular file is its end (the read asked for more than was left).
+    if (n === 0 || (n === left && want > left)) break;
   }
-  if (readSync(fd, buf, 0, 1, pos) !== 0) throw new ContentSizeError(size, size + 1, label);
   return h.digest();
-}
-
-/** `hashFdSync` on a file's current size (`fstat`), for callers that only have a descriptor. */
-export function hashFileFdSync(fd: number, type: string, algo: HashAlgo, label: string): { id: Buffer; size: number } {
-  const size = fstatSync(fd).size;
-  return { id: hashFdSync(fd, type, size, algo, label), size };
 }
 
 /** Reads exactly `size` bytes of a regular file into memory (same size checks as `hashFdSync`). */

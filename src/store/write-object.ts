@@ -33,6 +33,12 @@ export interface ObjectWriteTarget {
   sharedRepository: number;
   /** Deflate threads (default: available cores). */
   concurrency?: number;
+  /**
+   * fsync a loose object (and its directory) before it becomes visible. git 2.39 does so only
+   * when `core.fsync` names loose objects or `core.fsyncObjectFiles` is true (not by default);
+   * packs are always fsynced, as git's default `core.fsync` says.
+   */
+  fsyncLoose?: boolean;
 }
 
 /** Content to write: in memory, or `size` bytes of a regular file from offset 0. */
@@ -265,7 +271,8 @@ function finalizeObjectFile(tmp: string, final: string): void {
 
 /**
  * Writes `id` as a loose object: `zlib("<type> <size>\0" + content)` at `core.looseCompression`,
- * into a temporary file in its fan-out directory, fsynced, then linked into place read-only.
+ * into a temporary file in its fan-out directory, fsynced if `t.fsyncLoose` is not false, then
+ * linked into place read-only.
  * The caller has checked (`freshenObject`) that it does not exist yet.
  */
 export async function writeLooseObject(t: ObjectWriteTarget, type: string, id: Uint8Array, source: ContentSource): Promise<string> {
@@ -287,12 +294,12 @@ export async function writeLooseObject(t: ObjectWriteTarget, type: string, id: U
     const verify = new ObjectHasher(t.algo, type, size, source.label);
     await deflateContent(source, objectHeaderBytes(type, size), t.looseCompression, t.concurrency, verify, (piece) => writeAll(fd, piece));
     if (!verify.digest().equals(id)) throw unstable(id);
-    fsyncSync(fd);
+    if (t.fsyncLoose !== false) fsyncSync(fd);
     closeSync(fd);
     fd = -1;
     finalizeObjectFile(tmp, final);
     adjustSharedPerm(final, t.sharedRepository);
-    fsyncDir(dir);
+    if (t.fsyncLoose !== false) fsyncDir(dir);
     done = true;
     return final;
   } finally {

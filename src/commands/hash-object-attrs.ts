@@ -1,0 +1,454 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
+import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import type { GitConfig } from '../store/config.js';
+import type { Repository } from '../store/repo.js';
+import { autoCrlf, envBool, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
+
+/**
+ * Would git convert this path's content? (convert.c: `convert_attrs` and what `convert_to_git`
+ * does with it.) Attributes come from `git check-attr`, one process per batch of paths, so every
+ * matching rule is git's; only what git then does with them is re-derived here.
+ */
+
+/**
+ * What git does with a path's content:
+ * - `identity`: nothing, whatever the content;
+ * - `crlf`: at most CRLF → LF (`crlf_to_git`): content without a CR is hashed as it is, other
+ *   content is git's to convert (text=auto's binary guess, or readings that disagree);
+ * - `crlf-text`: CRLF → LF on text (`crlf_to_git` for text and eol=lf|crlf), done here without -w;
+ * - `delegate`: something we do not imitate (filters, ident, encodings, warnings): `git hash-object` runs.
+ */
+export type Decision = 'identity' | 'crlf' | 'crlf-text' | 'delegate';
+
+type AttrValue = { k: 'true' } | { k: 'false' } | { k: 'unspecified' } | { k: 'string'; v: string };
+
+/**
+ * What a `git check-attr --all` report may stand for: `--all` omits unspecified attributes, so an
+ * absent one is unspecified; "set" and "unset" may be the states or, when `spelled` (some
+ * attributes file that applies says `=set` or `=unset`), strings spelled that way.
+ */
+function interpretations(reported: string | undefined, spelled: boolean): AttrValue[] {
+  if (reported === undefined) return [{ k: 'unspecified' }];
+  if (reported === 'set') return spelled ? [{ k: 'true' }, { k: 'string', v: 'set' }] : [{ k: 'true' }];
+  if (reported === 'unset') return spelled ? [{ k: 'false' }, { k: 'string', v: 'unset' }] : [{ k: 'false' }];
+  return [{ k: 'string', v: reported }];
+}
+
+type CrlfAction = 'undefined' | 'binary' | 'text' | 'text-input' | 'text-crlf' | 'auto' | 'auto-input' | 'auto-crlf';
+
+/** git_path_check_crlf */
+function checkCrlf(v: AttrValue): CrlfAction {
+  if (v.k === 'true') return 'text';
+  if (v.k === 'false') return 'binary';
+  if (v.k === 'string' && v.v === 'input') return 'text-input';
+  if (v.k === 'string' && v.v === 'auto') return 'auto';
+  return 'undefined';
+}
+
+interface Attrs {
+  text: AttrValue;
+  crlf: AttrValue;
+  eol: AttrValue;
+  ident: AttrValue;
+  filter: AttrValue;
+  encoding: AttrValue;
+}
+
+/** The attributes convert_attrs reads (their order is decisionFor's). */
+const CONVERSION_ATTRS = ['text', 'crlf', 'eol', 'ident', 'filter', 'working-tree-encoding'] as const;
+
+/** How the end-of-line settings of the configuration enter `convert_attrs`. */
+export interface EolConfig {
+  auto: AutoCrlf;
+  /** text_eol_is_crlf() */
+  eolIsCrlf: boolean;
+}
+
+/** convert_attrs: the crlf_action git settles on. */
+function crlfAction(a: Attrs, eol: EolConfig): CrlfAction {
+  let action = checkCrlf(a.text);
+  if (action === 'undefined') action = checkCrlf(a.crlf);
+  if (action !== 'binary') {
+    const e = a.eol.k === 'string' ? a.eol.v : undefined;
+    if (action === 'auto' && e === 'lf') action = 'auto-input';
+    else if (action === 'auto' && e === 'crlf') action = 'auto-crlf';
+    else if (e === 'lf') action = 'text-input';
+    else if (e === 'crlf') action = 'text-crlf';
+  }
+  if (action === 'text') action = eol.eolIsCrlf ? 'text-crlf' : 'text-input';
+  if (action === 'undefined') action = eol.auto === false ? 'binary' : eol.auto === true ? 'auto-crlf' : 'auto-input';
+  return action;
+}
+
+/** output_eol: would a checkout write CRLF (which `-w`'s safecrlf check warns about)? */
+function outputsCrlf(action: CrlfAction, eol: EolConfig): boolean {
+  if (action === 'text-crlf' || action === 'auto-crlf') return true;
+  if (action === 'auto') return eol.eolIsCrlf;
+  return false;
+}
+
+/** What one reading of the attributes makes git do; `crlfOut`: a checkout would write CRLF. */
+interface Conversion {
+  kind: 'identity' | 'text' | 'auto' | 'delegate';
+  crlfOut: boolean;
+}
+
+function conversionOf(a: Attrs, eol: EolConfig, hasDriver: (name: string) => boolean): Conversion {
+  const delegate: Conversion = { kind: 'delegate', crlfOut: false };
+  if (a.ident.k === 'true') return delegate;
+  if (a.filter.k === 'string' && hasDriver(a.filter.v)) return delegate;
+  if (a.encoding.k === 'true' || a.encoding.k === 'false') return delegate; // git dies: let it
+  if (a.encoding.k === 'string' && a.encoding.v !== '') return delegate;
+  const action = crlfAction(a, eol);
+  if (action === 'binary') return { kind: 'identity', crlfOut: false };
+  const auto = action === 'auto' || action === 'auto-input' || action === 'auto-crlf';
+  return { kind: auto ? 'auto' : 'text', crlfOut: outputsCrlf(action, eol) };
+}
+
+/**
+ * The decision for one `git check-attr --all` report, over every reading of it: `crlf-text` when
+ * all readings are text (CRLF → LF, which this tool does itself), `crlf` when the readings differ
+ * or guess (text=auto: git's binary heuristics decide). With `write`, content whose checkout
+ * would add CRLF is delegated: git's safecrlf check may warn.
+ */
+export function decisionFor(
+  report: Map<string, string>,
+  eol: EolConfig,
+  hasDriver: (name: string) => boolean,
+  write: boolean,
+  spelled = true,
+): Decision {
+  const names = CONVERSION_ATTRS;
+  const options = names.map((n) => interpretations(report.get(n), spelled));
+  const pick = new Array<number>(names.length).fill(0);
+  const kinds = new Set<Conversion['kind']>();
+  for (;;) {
+    const v = (i: number): AttrValue => options[i]![pick[i]!]!;
+    const c = conversionOf({ text: v(0), crlf: v(1), eol: v(2), ident: v(3), filter: v(4), encoding: v(5) }, eol, hasDriver);
+    kinds.add(c.crlfOut && write ? 'delegate' : c.kind);
+    let i = 0;
+    while (i < names.length && ++pick[i]! >= options[i]!.length) pick[i++] = 0;
+    if (i === names.length) break;
+  }
+  if (kinds.has('delegate')) return 'delegate';
+  if (kinds.size === 1 && kinds.has('identity')) return 'identity';
+  if (kinds.size === 1 && kinds.has('text')) return 'crlf-text';
+  return 'crlf';
+}
+
+/** True when no reading of the report can make git change the content. */
+export function attrsAreIdentity(report: Map<string, string>, auto: AutoCrlf, hasDriver: (name: string) => boolean): boolean {
+  return decisionFor(report, { auto, eolIsCrlf: auto === true }, hasDriver, false) === 'identity';
+}
+
+/** `git check-attr -z` output: `path\0attr\0value\0` records, grouped by path. */
+export function parseCheckAttr(out: Buffer): Map<string, Map<string, string>> {
+  const fields = out.toString('utf8').split('\0');
+  const byPath = new Map<string, Map<string, string>>();
+  for (let i = 0; i + 2 < fields.length; i += 3) {
+    const path = fields[i]!;
+    let m = byPath.get(path);
+    if (!m) byPath.set(path, (m = new Map()));
+    m.set(fields[i + 1]!, fields[i + 2]!);
+  }
+  return byPath;
+}
+
+
+function fileExists(p: string): boolean {
+  return statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+/**
+ * Places git reads a system-wide `gitattributes` from (`$(sysconfdir)/gitattributes`): /etc for a
+ * /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH. git 2.39 has no
+ * way to print this path; it is only consulted where `git check-attr` cannot be asked.
+ */
+function systemAttributeCandidates(env: NodeJS.ProcessEnv): string[] {
+  const out = new Set<string>(['/etc/gitattributes', '/usr/local/etc/gitattributes']);
+  for (const d of (env.PATH ?? '').split(delimiter)) {
+    if (d === '') continue;
+    const g = join(d, 'git');
+    if (!fileExists(g)) continue;
+    try {
+      out.add(join(dirname(dirname(realpathSync(g))), 'etc', 'gitattributes'));
+    } catch {
+      // unreadable link: the fixed candidates still apply
+    }
+    break;
+  }
+  if (env.GIT_EXEC_PATH) out.add(join(dirname(dirname(env.GIT_EXEC_PATH)), 'etc', 'gitattributes'));
+  return [...out];
+}
+
+/** Is `abs` the directory `root` or below it? */
+export function isInside(root: string, abs: string): boolean {
+  const rel = relative(root, abs);
+  return rel === '' || (rel !== '..' && !rel.startsWith('..' + sep) && !isAbsolute(rel));
+}
+
+export function pathString(p: string | Buffer): string {
+  return typeof p === 'string' ? p : p.toString('utf8');
+}
+
+export interface AttributeSource {
+  config: GitConfig;
+  repo: Repository | undefined;
+  env: NodeJS.ProcessEnv;
+  gitDir: string | undefined;
+  write: boolean;
+}
+
+/**
+ * Decides batches of paths: one `git check-attr` per batch for paths inside the repository; for
+ * the others, whether any attributes file could apply, each directory looked at once.
+ */
+export class AttributeOracle {
+  private readonly eol: EolConfig;
+  private readonly drivers: Set<string>;
+  /** Could a global, system or info/attributes file (or core.autocrlf) convert anything? */
+  private anyGlobal: boolean | undefined;
+  /** Directory → does it hold a `.gitattributes`? */
+  private readonly dirs = new Map<string, boolean>();
+
+  constructor(private readonly s: AttributeSource) {
+    const auto = autoCrlf(s.config);
+    this.eol = { auto, eolIsCrlf: textEolIsCrlf(s.config, auto) };
+    this.drivers = new Set();
+    for (const k of s.config.keys()) {
+      const m = /^filter\.(.*)\.[^.]*$/s.exec(k);
+      if (m) this.drivers.add(m[1]!);
+    }
+  }
+
+  private hasDriver = (name: string): boolean => this.drivers.has(name);
+
+  /** Which of `paths` (attribute paths, as seen from `cwd`) git would convert. */
+  decide(paths: (string | Buffer)[], cwd: string): Decision[] {
+    const ask = this.askable(paths, cwd);
+    const reports = ask.length > 0 ? this.checkAttr(ask.map((i) => paths[i]!), cwd) : undefined;
+    return this.combine(paths, cwd, ask, reports);
+  }
+
+  /** `decide` with `git check-attr` running while the caller works (it is a process of its own). */
+  async decideAsync(paths: (string | Buffer)[], cwd: string): Promise<Decision[]> {
+    const ask = this.askable(paths, cwd);
+    const reports = ask.length > 0 ? await this.checkAttrAsync(ask.map((i) => paths[i]!), cwd) : undefined;
+    return this.combine(paths, cwd, ask, reports);
+  }
+
+  /** Paths `git check-attr` must answer for: inside the repository, with some attributes file that may apply. */
+  private askable(paths: (string | Buffer)[], cwd: string): number[] {
+    const ask: number[] = [];
+    for (let i = 0; i < paths.length; i++) {
+      const p = paths[i]!;
+      if (this.insideRepository(p, cwd) && this.attributesMayApply(p, cwd)) ask.push(i);
+    }
+    return ask;
+  }
+
+  private combine(paths: (string | Buffer)[], cwd: string, ask: number[], reports: Map<string, Map<string, string>> | undefined): Decision[] {
+    const asked = new Set(ask);
+    return paths.map((p, i) => {
+      if (asked.has(i)) {
+        if (reports === undefined) return 'delegate'; // git check-attr failed: git decides
+        return this.decideReport(reports.get(pathString(p)) ?? new Map<string, string>(), p, cwd);
+      }
+      if (this.insideRepository(p, cwd)) return 'identity'; // no attributes file applies
+      return this.conversionImpossible(p, cwd) ? 'identity' : 'delegate';
+    });
+  }
+
+  private decideReport(report: Map<string, string>, p: string | Buffer, cwd: string): Decision {
+    let key = '';
+    for (const n of CONVERSION_ATTRS) key += (report.get(n) ?? '\u0001') + '\0';
+    const spelled = key.includes('set\0') && this.spelledStates(p, cwd);
+    key += spelled ? '1' : '0';
+    let d = this.decided.get(key);
+    if (d === undefined) this.decided.set(key, (d = decisionFor(report, this.eol, this.hasDriver, this.s.write, spelled)));
+    return d;
+  }
+
+  /** Can `git check-attr` answer for this path (it refuses paths outside the repository)? */
+  private insideRepository(p: string | Buffer, cwd: string): boolean {
+    const repo = this.s.repo;
+    if (repo === undefined) return false;
+    const b = typeof p === 'string' ? Buffer.from(p) : p;
+    if (b.length === 0 || b.includes(0)) return false;
+    const root = repo.workTree ?? cwd;
+    // A relative path without `..` stays below a cwd that is inside: no path arithmetic per file.
+    if (b[0] !== 0x2f && !b.includes('..') && this.cwdInside(root, cwd)) return true;
+    return isInside(root, resolve(cwd, pathString(p)));
+  }
+
+  private readonly insideCache = new Map<string, boolean>();
+
+  private cwdInside(root: string, cwd: string): boolean {
+    const key = root + '\0' + cwd;
+    let v = this.insideCache.get(key);
+    if (v === undefined) this.insideCache.set(key, (v = isInside(root, cwd)));
+    return v;
+  }
+
+  private checkAttrRun(paths: (string | Buffer)[], cwd: string): { args: string[]; env: NodeJS.ProcessEnv; input: Buffer } {
+    const env: NodeJS.ProcessEnv = { ...this.s.env };
+    if (this.s.gitDir !== undefined) env.GIT_DIR = this.s.gitDir;
+    // hash-object never reads the index, so .gitattributes known only to the index do not apply.
+    env.GIT_INDEX_FILE = join(this.s.repo!.gitDir, 'repack-ts-no-index', 'index');
+    const bufs = paths.map((p) => (typeof p === 'string' ? Buffer.from(p) : p));
+    const input = Buffer.allocUnsafe(bufs.reduce((n, b) => n + b.length + 1, 0));
+    let at = 0;
+    for (const b of bufs) {
+      at += b.copy(input, at);
+      input[at++] = 0;
+    }
+    return { args: ['check-attr', '--all', '-z', '--stdin'], env, input };
+  }
+
+  /** `git check-attr --all -z` as hash-object would see attributes: the index is not read. */
+  private checkAttr(paths: (string | Buffer)[], cwd: string): Map<string, Map<string, string>> | undefined {
+    const { args, env, input } = this.checkAttrRun(paths, cwd);
+    const r = spawnSync('git', args, { cwd, env, input, maxBuffer: 1 << 28 });
+    if (r.error || r.status !== 0) return undefined;
+    return parseCheckAttr(r.stdout);
+  }
+
+  private checkAttrAsync(paths: (string | Buffer)[], cwd: string): Promise<Map<string, Map<string, string>> | undefined> {
+    const { args, env, input } = this.checkAttrRun(paths, cwd);
+    return new Promise((done) => {
+      const child = spawn('git', args, { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
+      const out: Buffer[] = [];
+      child.stdout.on('data', (b: Buffer) => out.push(b));
+      child.stdin.on('error', () => {}); // a git that exits early: its status says so
+      child.on('error', () => done(undefined));
+      child.on('close', (status) => done(status === 0 ? parseCheckAttr(Buffer.concat(out)) : undefined));
+      child.stdin.end(input);
+    });
+  }
+
+  /**
+   * Without `git check-attr` (no repository, or a path outside it): git can only convert if
+   * `core.autocrlf` is on or some attributes file that applies exists.
+   */
+  private conversionImpossible(p: string | Buffer, cwd: string): boolean {
+    this.anyGlobal ??= this.globalConversionPossible(cwd);
+    if (this.anyGlobal) return false;
+    const root = this.s.repo?.workTree;
+    if (root === undefined) return true;
+    // Every directory the path names, resolved from the top of the work tree and from cwd.
+    const parts = pathString(p).split('/');
+    let acc = '';
+    for (let i = 0; i < parts.length - 1; i++) {
+      acc = i === 0 ? parts[0]! : acc + '/' + parts[i]!;
+      const rel = acc === '' ? '/' : acc;
+      if (this.hasAttributesFile(resolve(root, rel)) || this.hasAttributesFile(resolve(cwd, rel))) return false;
+    }
+    return true;
+  }
+
+  /**
+   * For a path inside the work tree: could any attributes file apply, or core.autocrlf convert?
+   * (If not, git converts nothing and `git check-attr` need not run: a small run saves a process.)
+   */
+  private attributesMayApply(p: string | Buffer, cwd: string): boolean {
+    this.anyGlobal ??= this.globalConversionPossible(cwd);
+    if (this.anyGlobal) return true;
+    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir), this.mayApplyBelow);
+  }
+
+  /**
+   * Does `test` hold for a directory from the path's own up to the top of the work tree? Each
+   * directory's answer is remembered in `memo` (one walk per directory, not per path).
+   */
+  private someDirectory(p: string | Buffer, cwd: string, test: (dir: string) => boolean, memo: Map<string, boolean>): boolean {
+    if (this.s.repo === undefined) return false;
+    const root = this.s.repo.workTree ?? cwd;
+    const s = pathString(p);
+    const slash = s.lastIndexOf('/');
+    const start = slash < 0 ? cwd : resolve(cwd, s.slice(0, slash));
+    const known = memo.get(start);
+    if (known !== undefined) return known;
+    let found = false;
+    for (let dir = start; ; dir = dirname(dir)) {
+      const k = memo.get(dir);
+      if (k !== undefined) {
+        found = k;
+        break;
+      }
+      if (test(dir)) {
+        found = true;
+        break;
+      }
+      if (dir === root || !isInside(root, dir)) break;
+    }
+    memo.set(start, found);
+    return found;
+  }
+
+  /**
+   * Could a "set" or "unset" in `git check-attr`'s report be a string value? Only if some
+   * attributes file that may apply to `p` spells one (`=set`, `=unset`): each file read once.
+   */
+  private spelledStates(p: string | Buffer, cwd: string): boolean {
+    if (this.spelledGlobal === undefined) {
+      const files = [...this.globalAttributeFiles(cwd)];
+      const repo = this.s.repo;
+      if (repo !== undefined) files.push(join(repo.commonDir, 'info', 'attributes'));
+      this.spelledGlobal = files.some((f) => this.spells(f));
+    }
+    if (this.spelledGlobal) return true;
+    return this.someDirectory(p, cwd, (dir) => this.spells(join(dir, '.gitattributes')), this.spelledBelow);
+  }
+
+  private spelledGlobal: boolean | undefined;
+  private readonly spelledBelow = new Map<string, boolean>();
+  private readonly mayApplyBelow = new Map<string, boolean>();
+  /** Decisions by the report's conversion attributes (few combinations in a tree). */
+  private readonly decided = new Map<string, Decision>();
+  private readonly spelledFiles = new Map<string, boolean>();
+
+  private spells(file: string): boolean {
+    let v = this.spelledFiles.get(file);
+    if (v === undefined) {
+      let text = '';
+      try {
+        text = readFileSync(file, 'latin1');
+      } catch {
+        text = '';
+      }
+      this.spelledFiles.set(file, (v = /=(un)?set/.test(text)));
+    }
+    return v;
+  }
+
+  private hasAttributesFile(dir: string): boolean {
+    let known = this.dirs.get(dir);
+    if (known === undefined) this.dirs.set(dir, (known = fileExists(join(dir, '.gitattributes'))));
+    return known;
+  }
+
+  /** The global attributes file (`core.attributesFile`, else XDG) and the system candidates. */
+  private globalAttributeFiles(cwd: string): string[] {
+    const env = this.s.env;
+    const home = env.HOME;
+    const configured = this.s.config.get('core.attributesfile');
+    const files: string[] = [];
+    if (configured !== undefined && configured !== '') {
+      files.push(configured.startsWith('~/') && home ? join(home, configured.slice(2)) : resolve(cwd, configured));
+    } else if (env.XDG_CONFIG_HOME) files.push(join(env.XDG_CONFIG_HOME, 'git', 'attributes'));
+    else if (home) files.push(join(home, '.config', 'git', 'attributes'));
+    if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemAttributeCandidates(env));
+    return files;
+  }
+
+  /** What applies to every path: core.autocrlf, the global, system and info/attributes files, the top-level `.gitattributes`. */
+  private globalConversionPossible(cwd: string): boolean {
+    if (this.eol.auto !== false) return true;
+    if (this.globalAttributeFiles(cwd).some(fileExists)) return true;
+    const repo = this.s.repo;
+    if (repo === undefined) return false;
+    if (fileExists(join(repo.commonDir, 'info', 'attributes'))) return true;
+    return repo.workTree !== undefined && this.hasAttributesFile(repo.workTree);
+  }
+}
