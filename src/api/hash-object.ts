@@ -48,7 +48,7 @@ export async function hashObject(filePath: string, options: HashObjectOptions = 
         gitDir: undefined,
         env: apiEnv(),
       },
-      { onId: (hex) => (id = hex), onStderr: (text) => options.onWarning?.(text.trimEnd()), signal: options.signal },
+      { onIds: (lines) => (id = lines.split('\n')[0]), onStderr: (text) => options.onWarning?.(text.trimEnd()), signal: options.signal },
     );
     if (id === undefined) throw new GitRepackError('internal', `hash-object gave no id for ${file}`, { file });
     return id;
