@@ -6,6 +6,8 @@
 // suites:
 //   read     verify and inspect against git verify-pack / index-pack --verify / cat-file
 //   rewrite  the rewrite against git repack -a -d (copies a fresh repository for each run)
+//   everyday the command as users type it (validated by git: --fsck=changed, the default) and
+//            --no-fsck against git repack -a -d, each on a fresh copy, with the load (uptime)
 // The repository is never modified: every rewrite runs on a hard-linked copy.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,7 +20,7 @@ import { copyRepo } from './copy-repo.mjs';
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [suite, repoArg, runsArg] = process.argv.slice(2);
 if (!suite || !repoArg) {
-  console.error('usage: node bench/compare.mjs (read|rewrite) <repository> [runs]');
+  console.error('usage: node bench/compare.mjs (read|rewrite|everyday) <repository> [runs]');
   process.exit(129);
 }
 const runs = Number(runsArg ?? 5);
@@ -86,11 +88,24 @@ if (suite === 'read') {
     },
   ];
   process.on('exit', () => fs.rmSync(second, { recursive: true, force: true }));
+} else if (suite === 'everyday') {
+  groups = [
+    {
+      name: 'rewrite',
+      cmds: [
+        ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack-ts --graph-compression=0', () => ({ argv: [BIN, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+      ],
+    },
+  ];
 } else {
   console.error(`unknown suite '${suite}'`);
   process.exit(129);
 }
 
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(', ');
+const loadBefore = load();
 const results = new Map();
 for (let r = 0; r < runs; r++) {
   for (const g of groups) {
@@ -112,7 +127,7 @@ const median = (a) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const git = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
-console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores; median of ${runs} interleaved runs\n`);
+console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores (${os.cpus()[0]?.model.trim()}); median of ${runs} interleaved runs; load average ${loadBefore} before, ${load()} after\n`);
 for (const g of groups) {
   console.log(`| ${g.name} | wall s (median) | min–max | ratio | peak RSS MiB |`);
   console.log('|---|---|---|---|---|');
