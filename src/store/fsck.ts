@@ -66,7 +66,8 @@ function onlyMissingObjects(output: string, hexLen: number): boolean {
  * `.gitmodules` blob a tree names, which that pack does not hold (and a partial clone may not).
  */
 export function indexPackCheck(gitDir: string, packPath: string, idxOut: string, emptyObjectsDir: string, env: NodeJS.ProcessEnv): Promise<{ ok: boolean; output: string }> {
-  const args = ['index-pack', '--no-rev-index', '-o', idxOut, packPath];
+  // Version 2 whatever pack.indexVersion says: `wholeNotIndexed` reads it.
+  const args = ['index-pack', '--index-version=2', '--no-rev-index', '-o', idxOut, packPath];
   return new Promise((resolve) => {
     const child = spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
