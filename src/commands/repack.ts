@@ -285,8 +285,7 @@ async function startChangedCheck(
     return;
   }
   // Name what git could not read back: the objects it names, or the one whose id it did not find.
-  const hex = missing ?? r.output;
-  const where = whereFrom(hex ?? '', sources, repo.objectsDir, repo.algo.len);
+  const where = whereFrom(missing ?? r.output, sources, repo.objectsDir, repo.algo.len);
   const said = r.ok ? `${missing}: git index-pack hashed the rewritten entries to other ids` : `git index-pack said:\n${r.output}`;
   throw new GitError('verify-failed', `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`);
 }
@@ -294,7 +293,7 @@ async function startChangedCheck(
 /**
  * `git repack-ts`: every pack (but kept and cruft ones) and every loose object become one new pack
  * per partition (normal, promisor), with each type at its target level. Proven equal, checked by
- * git fsck, installed in git's order, and only then are the old files removed.
+ * git (`FsckMode`), installed in git's order, and only then are the old files removed.
  */
 export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
   const warn = opts.onWarning ?? (() => undefined);
