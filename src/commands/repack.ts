@@ -262,8 +262,6 @@ function reencodedTypes(stats: RewriteStats): Set<number> {
 async function startChangedCheck(
   repo: Repository,
   x: { w: WrittenPack; stats: RewriteStats; loose: Buffer[] },
-  packDir: string,
-  tmpFiles: string[],
   scratchDirs: string[],
   sources: Pack[],
   onProgress: (phase: string, done: number, total: number) => void,
@@ -271,14 +269,17 @@ async function startChangedCheck(
   const sel = { types: reencodedTypes(x.stats), looseIds: x.loose, allWhole: x.stats.whole > 0 };
   if (sel.types.size === 0 && sel.looseIds.length === 0 && !sel.allWhole) return;
   onProgress('checking with git index-pack', 0, 1);
-  const sub = { pack: tmpPath(packDir, 'pack'), idx: tmpPath(packDir, 'idx') };
-  tmpFiles.push(sub.pack, sub.idx);
+  // One directory, removed whole (by the next run's leftover cleaning after a kill), holds all of
+  // it: git's object directory for the check (empty) and, beside its pack/, the pack of changed
+  // entries and git's index of it. A git index-pack orphaned by a kill then cannot leave an
+  // index behind once the directory is gone.
+  const dir = viewDirName(repo.objectsDir);
+  scratchDirs.push(dir);
+  mkdirSync(join(dir, 'pack'), { recursive: true });
+  const sub = { pack: join(dir, 'changed.pack'), idx: join(dir, 'changed.idx') };
   const cp = writeChangedPack(x.w, repo.algo, sel, sub.pack);
   fault('phase:fsck', sub.pack); // the moment git checks, whatever the mode (the reliability harness stops here)
-  const empty = viewDirName(repo.objectsDir);
-  scratchDirs.push(empty);
-  mkdirSync(join(empty, 'pack'), { recursive: true });
-  const r = await indexPackCheck(repo.gitDir, sub.pack, sub.idx, empty, process.env);
+  const r = await indexPackCheck(repo.gitDir, sub.pack, sub.idx, dir, process.env);
   const missing = r.ok ? wholeNotIndexed(sub.idx, cp, x.w.idxPath, repo.algo) : undefined;
   if (r.ok && missing === undefined) {
     onProgress('checking with git index-pack', 1, 1);
@@ -405,7 +406,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       step = 'checking the rewritten entries with git index-pack';
       for (const x of written) {
         const sources = x.sources.map((s) => opened.get(s.base)!);
-        checks.push(startChangedCheck(repo, x, packDir, tmpFiles, scratchDirs, sources, onProgress));
+        checks.push(startChangedCheck(repo, x, scratchDirs, sources, onProgress));
       }
       // A failure is reported once the proof is done (or has failed first).
       for (const c of checks) c.catch(() => undefined);
