@@ -6,6 +6,8 @@
 // suites:
 //   read     verify and inspect against git verify-pack / index-pack --verify / cat-file
 //   rewrite  the rewrite against git repack -a -d (copies a fresh repository for each run)
+//   everyday the command as users type it (validated by git: --fsck=changed, the default) and
+//            --no-fsck against git repack -a -d, each on a fresh copy, with the load (uptime)
 // The repository is never modified: every rewrite runs on a hard-linked copy.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,7 +20,7 @@ import { copyRepo } from './copy-repo.mjs';
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [suite, repoArg, runsArg] = process.argv.slice(2);
 if (!suite || !repoArg) {
-  console.error('usage: node bench/compare.mjs (read|rewrite) <repository> [runs]');
+  console.error('usage: node bench/compare.mjs (read|rewrite|everyday) <repository> [runs]');
   process.exit(129);
 }
 const runs = Number(runsArg ?? 5);
@@ -27,13 +29,15 @@ const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') 
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 
 function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
   const last = r.stderr.trim().split('\n').pop() ?? '';
-  const [secs, kb] = last.split(' ').map(Number);
+  const [secs, kb, user, sys] = last.split(' ').map(Number);
   if (r.status !== 0 && !argv.includes('--allow-fail')) {
     throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
   }
-  return { secs, mb: kb / 1024 };
+  // CPU time (user + system, the command and the children it waited for): what a loaded
+  // machine distorts least.
+  return { secs, mb: kb / 1024, cpu: user + sys };
 }
 
 
@@ -86,11 +90,24 @@ if (suite === 'read') {
     },
   ];
   process.on('exit', () => fs.rmSync(second, { recursive: true, force: true }));
+} else if (suite === 'everyday') {
+  groups = [
+    {
+      name: 'rewrite',
+      cmds: [
+        ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack-ts --graph-compression=0', () => ({ argv: [BIN, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
+        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+      ],
+    },
+  ];
 } else {
   console.error(`unknown suite '${suite}'`);
   process.exit(129);
 }
 
+const load = () => os.loadavg().map((l) => l.toFixed(2)).join(', ');
+const loadBefore = load();
 const results = new Map();
 for (let r = 0; r < runs; r++) {
   for (const g of groups) {
@@ -100,7 +117,7 @@ for (let r = 0; r < runs; r++) {
         const t = timed(s.argv, s.cwd);
         if (!results.has(label)) results.set(label, []);
         results.get(label).push(t);
-        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MiB\n`);
+        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s\n`);
       } finally {
         if (s.cleanup) fs.rmSync(s.cwd, { recursive: true, force: true });
       }
@@ -112,15 +129,17 @@ const median = (a) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const git = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
-console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores; median of ${runs} interleaved runs\n`);
+console.log(`${path.basename(repo)}: ${count} objects, ${(fs.statSync(pack).size / 1e6).toFixed(1)} MB pack; ${git}, node ${process.version}; ${os.availableParallelism()} cores (${os.cpus()[0]?.model.trim()}); median of ${runs} interleaved runs; load average ${loadBefore} before, ${load()} after\n`);
 for (const g of groups) {
-  console.log(`| ${g.name} | wall s (median) | min–max | ratio | peak RSS MiB |`);
-  console.log('|---|---|---|---|---|');
+  console.log(`| ${g.name} | wall s (median) | min–max | ratio | CPU s (median) | CPU ratio | peak RSS MiB |`);
+  console.log('|---|---|---|---|---|---|---|');
   const ref = median(results.get(g.cmds[0][0]).map((t) => t.secs));
+  const refCpu = median(results.get(g.cmds[0][0]).map((t) => t.cpu));
   for (const [label] of g.cmds) {
     const ts = results.get(label);
     const secs = ts.map((t) => t.secs);
-    console.log(`| ${label} | ${median(secs).toFixed(2)} | ${Math.min(...secs).toFixed(2)}–${Math.max(...secs).toFixed(2)} | ${(median(secs) / ref).toFixed(2)}× | ${median(ts.map((t) => t.mb)).toFixed(0)} |`);
+    const cpu = median(ts.map((t) => t.cpu));
+    console.log(`| ${label} | ${median(secs).toFixed(2)} | ${Math.min(...secs).toFixed(2)}–${Math.max(...secs).toFixed(2)} | ${(median(secs) / ref).toFixed(2)}× | ${cpu.toFixed(2)} | ${(cpu / refCpu).toFixed(2)}× | ${median(ts.map((t) => t.mb)).toFixed(0)} |`);
   }
   console.log('');
 }

@@ -217,12 +217,12 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
       const log = fakeBin(tmp, 'git', `exec '${realGit}' "$@"`);
       const env = { PATH: `${tmp}:${process.env.PATH}` };
-      // A rewrite checked with git fsck: the launcher set the threshold, git never sees it.
+      // A rewrite checked by git: the launcher set the threshold, git never sees it.
       const r = run(LAUNCHER, ['--graph-compression=0', '-q'], repo, env);
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       const calls = fs.readFileSync(log, 'utf8').trim().split('\n');
-      expect(calls.some((l) => / fsck /.test(` ${l} `))).toBe(true);
+      expect(calls.some((l) => / index-pack /.test(` ${l} `))).toBe(true);
       for (const l of calls) expect(l).toMatch(/^unset unset /);
       // A threshold the user set is theirs: git gets it too.
       fs.rmSync(log);

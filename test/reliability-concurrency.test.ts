@@ -158,7 +158,7 @@ describe('what is not a concurrent write', () => {
     try {
       fs.writeFileSync(path.join(repo, '.git/refs/heads/broken'), 'f'.repeat(40) + '\n');
       const packs = fs.readdirSync(path.join(repo, '.git/objects/pack')).sort();
-      const r = toolFault(ARGS, repo, undefined);
+      const r = toolFault([...ARGS, '--fsck=full'], repo, undefined);
       expect(r.status).toBe(128);
       expect(r.stderr).toMatch(/^fatal: git fsck found problems in the rewritten repository; nothing was changed\./);
       expect(r.stderr).toMatch(/refs\/heads\/broken: invalid sha1 pointer f{40}/);

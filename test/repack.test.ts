@@ -9,6 +9,7 @@ import { countObjects, fsckStrict, git, gitOk, listPacks, objectSet, packDirOf, 
 import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { tool, toolOk } from './helpers/tool.js';
 import { toolFault } from './helpers/faults.js';
+import { forge, OBJ, objectId } from './helpers/forge.js';
 
 type TypeName = 'commit' | 'tree' | 'blob' | 'tag';
 
@@ -362,6 +363,37 @@ describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing chan
       expect(countObjects(repo).count).toBe(loose);
     });
   }
+});
+
+describe('what only the git check sees', () => {
+  // A commit whose bytes are another commit's under its id, CRC32 and trailer consistent: our
+  // own checks (CRC, inflate-compare of the re-encoding) pass; only git, hashing it, sees it.
+  const data = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 0 +0000\ncommitter A <a@b> 0 +0000\n\nthe real one\n');
+  const other = Buffer.from(data.toString().replace('the real one', 'an other one'));
+  const forged = forge([{ type: OBJ.commit, data: other }], [objectId(OBJ.commit, data, 'sha1')], 'sha1');
+  const install = (repo: string): string => {
+    const base = path.join(packDirOf(repo), forged.name);
+    fs.writeFileSync(base + '.pack', forged.pack);
+    fs.writeFileSync(base + '.idx', forged.idx);
+    return base + '.pack';
+  };
+
+  it('a re-encoded commit that hashes to another id: refused by default, nothing changed', () => {
+    const repo = useFixtureCopy('basic');
+    const pack = install(repo);
+    const before = packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+    const r = tool(['--graph-compression=0'], { cwd: repo });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toContain(`fatal: git could not read back the rewritten entries; nothing was changed.`);
+    expect(r.stderr).toContain(`${pack}: object ${objectId(OBJ.commit, data, 'sha1').toString('hex')} at offset ${forged.offsets[0]}`);
+    expect(packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')])).toEqual(before);
+  });
+
+  it('without the git check (--no-fsck) the same rewrite goes through', () => {
+    const repo = useFixtureCopy('basic');
+    install(repo);
+    expect(tool(['--graph-compression=0', '--no-fsck'], { cwd: repo }).status).toBe(0);
+  });
 });
 
 describe('cruft packs', () => {

@@ -21,8 +21,8 @@ export interface RepackOptions {
   compression?: Level | undefined;
   /** `--dry-run`: report what would change, touch nothing. */
   dryRun?: boolean | undefined;
-  /** `--fsck=full` (default), `--fsck=connectivity`, or `--no-fsck` (false). */
-  fsck?: 'full' | 'connectivity' | false | undefined;
+  /** `--fsck=changed` (default: git reads back what was written anew), `full`, `connectivity`, or `--no-fsck` (false). */
+  fsck?: 'changed' | 'full' | 'connectivity' | false | undefined;
   /** `--keep-pack`: packs to leave alone, like a `.keep` file (names with or without `.pack`). */
   keepPacks?: readonly string[] | undefined;
   onProgress?: ProgressCallback | undefined;
@@ -40,10 +40,11 @@ function level(name: string, v: unknown): Level | undefined {
 }
 
 function fsckMode(v: unknown): FsckMode {
-  if (v === undefined || v === 'full') return 'full';
+  if (v === undefined || v === 'changed') return 'changed';
+  if (v === 'full') return 'full';
   if (v === 'connectivity') return 'connectivity';
   if (v === false) return 'none';
-  throw new GitRepackError('usage', `--fsck expects 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`);
+  throw new GitRepackError('usage', `--fsck expects 'changed', 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`);
 }
 
 /** The rewrite of an opened repository (the CLI's, which found the repository itself). */

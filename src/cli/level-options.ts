@@ -35,11 +35,12 @@ export function levelFlagsFrom(o: Record<string, unknown>, usage: string): Level
   };
 }
 
-/** `--fsck=full|connectivity`, `--no-fsck` (false), default full. */
+/** `--fsck=changed|full|connectivity`, `--no-fsck` (false), default changed; a bare `--fsck` is full. */
 export function fsckModeFrom(o: Record<string, unknown>, usage: string): FsckMode {
   const f = o.fsck;
   if (f === false) return 'none';
-  if (f === undefined || f === true || f === 'full') return 'full';
+  if (f === undefined || f === 'changed') return 'changed';
+  if (f === true || f === 'full') return 'full';
   if (f === 'connectivity') return 'connectivity';
-  throw new UsageError(`--fsck expects 'full' or 'connectivity', not '${String(f)}'`, usage);
+  throw new UsageError(`--fsck expects 'changed', 'full' or 'connectivity', not '${String(f)}'`, usage);
 }

@@ -20,8 +20,9 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
     --compression <n>     zlib level for every type without a more specific setting
     --dry-run             show what would change; touch nothing
     --json                print a machine-readable summary
-    --fsck <mode>         check the result with git fsck: full (default) or connectivity
-    --no-fsck             skip git fsck (our own proof of the new pack still runs)
+    --fsck <mode>         what git checks: changed (default: git index-pack reads back every
+                          entry written anew), full or connectivity (git fsck)
+    --no-fsck             no git check (our own proof of the new pack still runs)
     --keep-pack <name>    leave this pack alone (repeatable), like a .keep file
     --zstd[=<level>] -o <file>
                           write every object into a zstd pack <file> instead (outside the

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
@@ -12,11 +12,13 @@ import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, cleanLeftovers, ensurePackDir, installPack, listPacks, makeViewDir, midxFiles, removeLoose, removePack, removeView, type PackInfo } from '../store/packdir.js';
 import { fault, fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
-import { onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
+import { indexPackCheck, onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
+import { wholeNotIndexed, writeChangedPack } from '../repack/changed-pack.js';
+import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
 import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
 
@@ -152,10 +154,60 @@ function hasPromisorRemote(repo: Repository): boolean {
   return repo.config.keys().some((k) => /^remote\..*\.promisor$/.test(k) && repo.config.getBool(k) === true);
 }
 
+/** The object types a rewrite re-encoded entries of. */
+function reencodedTypes(stats: RewriteStats): Set<number> {
+  const r = stats.reencoded;
+  const types = new Set<number>();
+  if (r.commit > 0) types.add(OBJ_COMMIT);
+  if (r.tree > 0) types.add(OBJ_TREE);
+  if (r.blob > 0) types.add(OBJ_BLOB);
+  if (r.tag > 0) types.add(OBJ_TAG);
+  return types;
+}
+
+/**
+ * `--fsck=changed`: git reads back every entry of the new pack whose bytes were written anew —
+ * every entry of a type the rewrite re-encoded, every packed loose object, every delta written
+ * whole — through `git index-pack` on a pack of just those (`writeChangedPack`): it inflates
+ * each, hashes each whole object, and each of their ids must be in its index. Entries copied byte
+ * for byte under a verified CRC32 are not read again. Rejects with a GitError naming the source.
+ */
+async function startChangedCheck(
+  repo: Repository,
+  x: { w: WrittenPack; stats: RewriteStats; loose: Buffer[] },
+  scratchDirs: string[],
+  sources: Pack[],
+  onProgress: (phase: string, done: number, total: number) => void,
+): Promise<void> {
+  const sel = { types: reencodedTypes(x.stats), looseIds: x.loose, allWhole: x.stats.whole > 0 };
+  if (sel.types.size === 0 && sel.looseIds.length === 0 && !sel.allWhole) return;
+  onProgress('checking with git index-pack', 0, 1);
+  // One directory, removed whole (by the next run's leftover cleaning after a kill), holds all of
+  // it: git's object directory for the check (empty) and, beside its pack/, the pack of changed
+  // entries and git's index of it. A git index-pack orphaned by a kill then cannot leave an
+  // index behind once the directory is gone.
+  const dir = makeViewDir(repo.objectsDir);
+  scratchDirs.push(dir);
+  mkdirSync(join(dir, 'pack'), { recursive: true });
+  const sub = { pack: join(dir, 'changed.pack'), idx: join(dir, 'changed.idx') };
+  const cp = writeChangedPack(x.w, repo.algo, sel, sub.pack);
+  fault('phase:fsck', sub.pack); // the moment git checks, whatever the mode (the reliability harness stops here)
+  const r = await indexPackCheck(repo.gitDir, sub.pack, sub.idx, dir, process.env);
+  const missing = r.ok ? wholeNotIndexed(sub.idx, cp, x.w.idxPath, repo.algo) : undefined;
+  if (r.ok && missing === undefined) {
+    onProgress('checking with git index-pack', 1, 1);
+    return;
+  }
+  // Name what git could not read back: the objects it names, or the one whose id it did not find.
+  const where = whereFrom(missing ?? r.output, sources, repo.objectsDir, repo.algo.len);
+  const said = r.ok ? `${missing}: git index-pack hashed the rewritten entries to other ids` : `git index-pack said:\n${r.output}`;
+  throw new GitError('verify-failed', `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`);
+}
+
 /**
  * `git repack-ts`: every pack (but kept and cruft ones) and every loose object become one new pack
  * per partition (normal, promisor), with each type at its target level. Proven equal, checked by
- * git fsck, installed in git's order, and only then are the old files removed.
+ * git (`FsckMode`), installed in git's order, and only then are the old files removed.
  */
 export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
   const warn = opts.onWarning ?? (() => undefined);
@@ -175,6 +227,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
   const shared = sharedRepositoryOf(repo.config);
   const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
   const tmpFiles: string[] = [];
+  const scratchDirs: string[] = [];
   let viewDir: string | undefined;
   // What a system error (ENOSPC, EROFS, EIO…) interrupted, and what state it left, for its message.
   let step = 'reading the packs';
@@ -220,7 +273,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     fault('phase:listed');
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
 
-    const written: { kind: 'normal' | 'promisor'; w: WrittenPack; sources: PackInfo[]; loose: Buffer[]; final: string; promisorTmp?: string }[] = [];
+    const written: { kind: 'normal' | 'promisor'; w: WrittenPack; stats: RewriteStats; sources: PackInfo[]; loose: Buffer[]; final: string; promisorTmp?: string }[] = [];
     for (const kind of ['normal', 'promisor'] as const) {
       const sources = parts[kind];
       const loose = kind === 'normal' ? looseIds : [];
@@ -256,11 +309,23 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
         pr.unchanged = true;
         continue;
       }
-      written.push({ kind, w, sources, loose, final });
+      written.push({ kind, w, stats, sources, loose, final });
     }
     if (opts.dryRun) return result;
     fault('phase:written');
     step = 'checking the new pack';
+
+    // git reads back what was written anew (`--fsck=changed`), beside our own proof.
+    const checks: Promise<void>[] = [];
+    if (opts.fsck === 'changed') {
+      step = 'checking the rewritten entries with git index-pack';
+      for (const x of written) {
+        const sources = x.sources.map((s) => opened.get(s.base)!);
+        checks.push(startChangedCheck(repo, x, scratchDirs, sources, onProgress));
+      }
+      // A failure is reported once the proof is done (or has failed first).
+      for (const c of checks) c.catch(() => undefined);
+    }
 
     // Proof: each new pack as written on disk (trailer, every entry's CRC32 against the new idx),
     // and every object of every pack or loose file we will remove is in a new or retained pack.
@@ -284,6 +349,11 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       }
     }
 
+    if (checks.length > 0) {
+      step = 'checking the rewritten entries with git index-pack';
+      await Promise.all(checks);
+    }
+
     const toInstall = written.filter((x) => !existsSync(join(packDir, x.final + '.idx')));
     const removing = new Set<string>();
     for (const x of written) for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
@@ -291,7 +361,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     fault('phase:proved');
 
     // git fsck on the state after the rewrite, before anything is installed or removed.
-    if (opts.fsck !== 'none' && (removing.size > 0 || toInstall.length > 0)) {
+    if ((opts.fsck === 'full' || opts.fsck === 'connectivity') && (removing.size > 0 || toInstall.length > 0)) {
       step = 'checking the rewritten repository with git fsck';
       onProgress('checking with git fsck', 0, 1);
       const hasPromisor = toInstall.some((x) => x.promisorTmp !== undefined) || listPacks(repo.objectsDir).some((p) => p.promisor && !removing.has(p.base));
@@ -408,6 +478,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
   } finally {
     bestEffort(() => odb.close());
     for (const f of tmpFiles) bestEffort(() => unlinkIfExists(f));
+    for (const d of scratchDirs) bestEffort(() => removeView(d));
     const view = viewDir;
     if (view !== undefined) bestEffort(() => removeView(view));
     lock?.release();
