@@ -5,6 +5,7 @@
 export type ErrorCode =
   | 'usage'
   | 'not-a-repository'
+  | 'dubious-ownership'
   | 'bad-config'
   | 'bad-pack'
   | 'bad-idx'

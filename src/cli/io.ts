@@ -6,6 +6,8 @@ export interface Io {
   out(text: string): void;
   err(text: string): void;
   stderrIsTty: boolean;
+  /** geteuid(), for the ownership check of repository discovery (absent: no check). */
+  euid?: number | undefined;
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
@@ -17,6 +19,7 @@ export function processIo(): Io {
     out: (t) => void process.stdout.write(t),
     err: (t) => void process.stderr.write(t),
     stderrIsTty: process.stderr.isTTY === true,
+    euid: process.geteuid?.(),
     env: process.env,
     cwd: process.cwd(),
   };
