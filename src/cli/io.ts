@@ -1,5 +1,7 @@
 import { GitError } from '../errors.js';
+import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
+import { dieOfSignal, isCaughtSignal } from './signals.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
@@ -47,6 +49,11 @@ export function reportError(io: Io, e: unknown): number {
       io.err(`error: ${e.message}\n`);
       return 129;
     }
+    io.err(`fatal: ${e.message}\n`);
+    return 128;
+  }
+  if (e instanceof KilledBySignal) {
+    if (isCaughtSignal(e.signal) && io.env === process.env) dieOfSignal(e.signal);
     io.err(`fatal: ${e.message}\n`);
     return 128;
   }

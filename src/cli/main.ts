@@ -3,6 +3,7 @@ import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { type Io, UsageError, processIo, reportError } from './io.js';
+import { installSignalCleanup } from './signals.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
 export interface CliContext {
@@ -114,7 +115,12 @@ export async function main(args: string[], io: Io): Promise<number> {
 
 /** The bin entry: run, then exit with git's code once output has drained. */
 export async function run(): Promise<void> {
+  installSignalCleanup();
   const io = processIo();
   const code = await main(process.argv.slice(2), io);
+  // A few more turns of the event loop: a signal that arrived during the last synchronous stretch
+  // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
+  // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   process.exitCode = code;
 }

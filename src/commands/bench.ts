@@ -9,6 +9,7 @@ import type { Scenario } from '../bench/scenarios.js';
 import { runReaderExperiments, type ReaderExperimentName, type ReaderResults } from '../bench/reader.js';
 import { withAutoRuleAsync } from '../repack/auto.js';
 import type { Level } from '../repack/levels.js';
+import { removeOnSignal } from '../cleanup.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
@@ -186,6 +187,7 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
   const commands = benchCommands(opts.commands, { logN: opts.logN, promisor });
   if (opts.clock === 'cpu' && childrenCpuSeconds() === undefined) throw new GitError('unsupported', '--clock=cpu needs /proc/self/stat (Linux)');
   const workDir = mkdtempSync(join(opts.workDir ?? tmpdir(), 'git-repack-ts-bench-'));
+  if (!opts.keep) removeOnSignal(workDir);
   const result: BenchResult = {
     repository: repo.gitDir,
     gitVersion: version,

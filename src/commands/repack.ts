@@ -5,6 +5,7 @@ import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { listLoose, loosePath } from '../store/loose.js';
 import { acquireRepackLock } from '../store/lock.js';
+import { guardLock, removeOnSignal } from '../cleanup.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, cleanLeftovers, installPack, listPacks, midxFiles, removeLoose, removePack, viewDirName, type PackInfo } from '../store/packdir.js';
@@ -259,7 +260,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     fsck: opts.fsck,
     leftoversCleaned: [],
   };
-  const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir);
+  const lock = opts.dryRun ? undefined : guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir));
   const tmpFiles: string[] = [];
   let viewDir: string | undefined;
   // What a system error (ENOSPC, EROFS, EIO…) interrupted, and what state it left, for its message.
@@ -393,7 +394,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       };
       for (let attempt = 1; ; attempt++) {
         const before = objectsNow();
-        viewDir = viewDirName(repo.objectsDir);
+        viewDir = removeOnSignal(viewDirName(repo.objectsDir));
         const viewPacks = [
           ...toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
           ...listPacks(repo.objectsDir)

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { KilledBySignal } from '../cleanup.js';
 
 export type FsckMode = 'full' | 'connectivity' | 'none';
 
@@ -24,6 +25,7 @@ export function runGitFsck(
   delete childEnv.GIT_ALTERNATE_OBJECT_DIRECTORIES;
   const r = spawnSync('git', args, { env: childEnv, cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28 });
   if (r.error) return { ok: false, output: `cannot run git fsck: ${r.error.message}` };
+  if (r.signal !== null) throw new KilledBySignal('git fsck', r.signal);
   return { ok: r.status === 0, output: `${r.stdout}${r.stderr}`.trim() };
 }
 
