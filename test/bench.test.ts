@@ -204,14 +204,15 @@ describe('git repack-ts bench', () => {
     [['--clock=sundial'], /--clock expects 'wall' or 'cpu'/],
     [['--min-time=soon'], /--min-time expects seconds/],
     [['--scenarios=auto:0:1.5'], /the ratio is a share of the size, at most 1/],
-    [['--svg'], /option 'svg' requires a value/],
-    [['--no-svg'], /unknown option 'no-svg'/],
+    [['--svg'], /option `svg' requires a value/],
+    [['--no-svg'], /unknown option `no-svg'/],
   ])('usage error %j exits 129', (args, message) => {
     const repo = useFixtureCopy('basic');
     const r = tool(['bench', ...args], { cwd: repo });
     expect(r.status).toBe(129);
     expect(r.stderr).toMatch(message);
-    expect(r.stderr).toContain('usage: git repack-ts bench');
+    // parse-options prints no usage after a missing value, as git does.
+    if (!/requires a value/.test(r.stderr)) expect(r.stderr).toContain('usage: git repack-ts bench');
   });
 });
 

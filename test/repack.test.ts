@@ -252,7 +252,7 @@ describe('bad levels and options', () => {
   it('an unknown option is a usage error', () => {
     const r = tool(['--frobnicate'], { cwd: useFixtureCopy('basic') });
     expect(r.status).toBe(129);
-    expect(r.stderr).toMatch(/^error: unknown option 'frobnicate'/);
+    expect(r.stderr).toMatch(/^error: unknown option `frobnicate'/);
   });
   it('outside a repository: fatal, exit 128', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-norepo-'));

@@ -1,0 +1,103 @@
+/**
+ * git's command-line contract, each case beside stock git on the same input: `-h` on stdout with
+ * exit 129, `--help` as the man page, unique prefixes of long options, parse-options' messages,
+ * and errors in strerror's words.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fixturePath } from './fixtures/index.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { git } from './helpers/git.js';
+import { tool } from './helpers/tool.js';
+import { MAIN_USAGE } from '../src/cli/main.js';
+
+const USAGE_THEN_OPTIONS = /^usage: git repack-ts[^\n]*\n(?:[^\n]*\n)*\n {4}-/;
+
+describe('help as git gives it', () => {
+  it('-h prints the option list on stdout and exits 129, for the tool and every subcommand', () => {
+    const cwd = fixturePath('basic');
+    const g = git(['repack', '-h'], { cwd });
+    expect({ status: g.status, stderr: g.stderr }).toEqual({ status: 129, stderr: '' });
+    expect(g.stdout.toString()).toMatch(/^usage: git repack \[<options>\]\n\n {4}-/);
+    for (const sub of [[], ['repack'], ['verify'], ['inspect'], ['walk'], ['bench'], ['zstd-import'], ['hash-object']]) {
+      const r = tool([...sub, '-h'], { cwd });
+      expect({ status: r.status, stderr: r.stderr }, sub.join(' ')).toEqual({ status: 129, stderr: '' });
+      expect(r.stdout, sub.join(' ')).toMatch(sub[0] === 'hash-object' ? /^usage: git repack-ts hash-object/ : USAGE_THEN_OPTIONS);
+    }
+  });
+
+  it('<command> --help shows the manual page, exit 0', () => {
+    for (const sub of [['verify'], ['inspect'], ['bench'], []]) {
+      const r = tool([...sub, '--help'], { cwd: fixturePath('basic'), env: { MANPAGER: 'cat', MANWIDTH: '80' } });
+      expect(r.status, sub.join(' ')).toBe(0);
+      expect(r.stdout, sub.join(' ')).toMatch(/NAME\s+git-repack-ts/);
+    }
+  });
+
+  it('the forms in the usage are the man page’s SYNOPSIS', () => {
+    const man = fs.readFileSync(path.resolve(__dirname, '../docs/git-repack-ts.1'), 'utf8');
+    const synopsis = /^\.SH SYNOPSIS\n\.nf\n([\s\S]*?)\n\.fi/m.exec(man)![1]!;
+    const plain = synopsis.replace(/\\f[BRI]/g, '').replace(/\\-/g, '-').replace(/\n +/g, ' ').split('\n');
+    const forms = MAIN_USAGE.split('\n\n')[0]!.split('\n').map((l) => l.replace(/^(usage|   or): /, ''));
+    // The first form of each is the repack one: the usage names the global options, the page the repack ones.
+    expect(forms.slice(1).sort()).toEqual(plain.slice(1).sort());
+  });
+});
+
+describe('long options as parse-options reads them', () => {
+  it('a unique prefix is the option (--dry, --graph=, --no-fs)', () => {
+    const cwd = fixturePath('basic');
+    const full = tool(['--dry-run', '--graph-compression=0', '--no-fsck', '--json'], { cwd });
+    const short = tool(['--dry', '--graph=0', '--no-fs', '--js'], { cwd });
+    expect(full.status).toBe(0);
+    expect(short).toEqual(full);
+  });
+
+  it('an ambiguous prefix names two candidates, exit 129, as git repack --de', () => {
+    const cwd = fixturePath('basic');
+    // git 2.39 prints this usage on stdout (parse_long_opt returns PARSE_OPT_HELP).
+    const shape = /^error: ambiguous option: (\S+) \(could be --\S+ or --\S+\)\n$/;
+    const g = git(['repack', '--de'], { cwd });
+    const t = tool(['--d'], { cwd });
+    expect(g.status).toBe(129);
+    expect(g.stderr).toMatch(shape);
+    expect(g.stdout.toString()).toMatch(/^usage: git repack /);
+    expect(t.status).toBe(g.status);
+    expect(t.stderr).toMatch(shape);
+    expect(t.stdout).toMatch(/^usage: git repack-ts /);
+    expect(t.stderr).toMatch(/^error: ambiguous option: d \(could be --dry-run or --dict-size\)\n/);
+  });
+
+  it.each([
+    [['--nonsense'], ['repack', '--nonsense'], "error: unknown option `nonsense'"],
+    [['--quiet=3'], ['repack', '--quiet=3'], "error: option `quiet' takes no value"],
+    [['--qui=3'], ['repack', '--qui=3'], "error: option `quiet' takes no value"],
+  ])('%j: the message git gives', (ours, theirs, first) => {
+    const cwd = fixturePath('basic');
+    const g = git(theirs, { cwd });
+    const t = tool(ours, { cwd });
+    expect(g.stderr.split('\n')[0]).toBe(first);
+    expect({ status: t.status, first: t.stderr.split('\n')[0] }).toEqual({ status: g.status, first });
+    // The usage follows an unknown option, not a bad value (parse-options' get_value).
+    expect(/\nusage: /.test(t.stderr)).toBe(/\nusage: /.test(g.stderr));
+  });
+});
+
+describe('errors in git’s words', () => {
+  it('-C <a file> says "Not a directory", like git', () => {
+    const file = path.join(fixturePath('basic'), '.git', 'HEAD');
+    const g = git(['-C', file, 'count-objects'], { cwd: '/' });
+    const t = tool(['-C', file, 'inspect'], { cwd: '/' });
+    expect(g.stderr).toBe(`fatal: cannot change to '${file}': Not a directory\n`);
+    expect({ status: t.status, stderr: t.stderr }).toEqual({ status: g.status, stderr: g.stderr });
+  });
+
+  it('a full disk reads as strerror, not as Node’s code', () => {
+    const repo = useFixtureCopy('basic');
+    const r = tool(['--graph-compression=0', '-q'], { cwd: repo, env: { GIT_REPACK_TS_FAULT: 'write:enospc' } });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(/^fatal: .*: No space left on device/);
+    expect(r.stderr).not.toMatch(/ENOSPC|no space left/);
+  });
+});
