@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fixturePath } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { git } from './helpers/git.js';
+import { git, objectSet } from './helpers/git.js';
 import { tool } from './helpers/tool.js';
 import { MAIN_USAGE } from '../src/cli/main.js';
 
@@ -99,5 +99,20 @@ describe('errors in git’s words', () => {
     expect(r.status).toBe(128);
     expect(r.stderr).toMatch(/^fatal: .*: No space left on device/);
     expect(r.stderr).not.toMatch(/ENOSPC|no space left/);
+  });
+});
+
+describe('the first things a user meets', () => {
+  it('with no level configured: a hint of what to set, on stderr; entries copied as they are', () => {
+    const repo = useFixtureCopy('basic');
+    const before = objectSet(repo);
+    const r = tool([], { cwd: repo });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^levels: commit keep, tree keep, blob keep, tag keep\n/);
+    expect(r.stderr).toMatch(/^hint: No zlib level is set for any object type.*\nhint: Set one with --graph-compression=<n>/s);
+    expect(objectSet(repo)).toEqual(before);
+    // Any level, or --json, and the hint is gone.
+    expect(tool(['--dry-run', '--blob-compression=keep', '--tree-compression=1'], { cwd: repo }).stderr).toBe('');
+    expect(tool(['--json', '--dry-run'], { cwd: repo }).stderr).toBe('');
   });
 });

@@ -34,6 +34,12 @@ pack.tagCompression, pack.graphCompression, pack.compression, core.compression. 
 them sets keeps its entries as they are.
 `;
 
+/** git's advise() shape: what to set when nothing is, before a run that can only copy. */
+const NO_LEVEL_HINT = `hint: No zlib level is set for any object type, so every entry is kept as it is.
+hint: Set one with --graph-compression=<n> (commits and trees), --compression=<n>, or the config
+hint: pack.graphCompression, pack.compression or core.compression; see 'git help repack-ts'.
+`;
+
 function pct(a: number, b: number): string {
   if (b === 0) return '';
   const v = ((a - b) / b) * 100;
@@ -64,6 +70,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
+  if (!o.json && [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')) io.err(NO_LEVEL_HINT);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
   const r = await repack(repo, {
     levels,
