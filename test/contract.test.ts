@@ -5,6 +5,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { fixturePath } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
@@ -99,6 +100,43 @@ describe('errors in git’s words', () => {
     expect(r.status).toBe(128);
     expect(r.stderr).toMatch(/^fatal: .*: No space left on device/);
     expect(r.stderr).not.toMatch(/ENOSPC|no space left/);
+  });
+});
+
+describe('errors that name the object', () => {
+  it('a damaged packed commit: its id and pack, as git cat-file names it', () => {
+    const repo = useFixtureCopy('basic');
+    const packDir = path.join(repo, '.git/objects/pack');
+    const idx = path.join(packDir, fs.readdirSync(packDir).find((n) => n.endsWith('.idx'))!);
+    const line = git(['verify-pack', '-v', idx], { cwd: repo })
+      .stdout.toString()
+      .split('\n')
+      .map((l) => l.split(/\s+/))
+      .find((f) => f[1] === 'commit' && Number(f[3]) > 100)!;
+    const [hex, , , packedSize, offset] = line;
+    const pack = idx.replace(/\.idx$/, '.pack');
+    fs.chmodSync(pack, 0o644);
+    const bytes = fs.readFileSync(pack);
+    bytes[Number(offset) + Math.floor(Number(packedSize) / 2)]! ^= 0xff;
+    fs.writeFileSync(pack, bytes);
+    const g = git(['cat-file', '-p', hex!], { cwd: repo });
+    const t = tool(['--graph-compression=0', '-q', '--no-fsck'], { cwd: repo });
+    expect(g.stderr).toMatch(new RegExp(`fatal: packed object ${hex} \\(stored in \\S+\\.pack\\) is corrupt\n$`));
+    expect(t.status).toBe(g.status);
+    expect(t.stderr).toMatch(new RegExp(`^fatal: packed object ${hex} \\(stored in ${pack.replace(/[.]/g, '\\.')}\\) is corrupt: corrupt object data \\(zlib: [^)]+\\) at offset ${offset}\n$`));
+  });
+
+  it('a corrupt loose object: its id and file, never Node’s buffer message', () => {
+    const repo = useFixtureCopy('basic');
+    const objects = path.join(repo, '.git/objects');
+    const dir = fs.readdirSync(objects).find((n) => /^[0-9a-f]{2}$/.test(n))!;
+    const name = fs.readdirSync(path.join(objects, dir))[0]!;
+    const file = path.join(objects, dir, name);
+    fs.chmodSync(file, 0o644);
+    fs.writeFileSync(file, zlib.deflateSync(Buffer.from('blob 3\0hello world')));
+    const t = tool(['--graph-compression=0', '-q'], { cwd: repo });
+    expect(t.status).toBe(128);
+    expect(t.stderr).toBe(`fatal: loose object ${dir}${name} (stored in ${file}) is corrupt: inflates to more than the 3 bytes its header declares\n`);
   });
 });
 

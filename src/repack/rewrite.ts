@@ -622,7 +622,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
       const r = await b.promise;
       if (r.error) {
         const e = r.error;
-        throw new GitError(e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack', `${e.file}: ${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`, { file: e.file, offset: e.offset });
+        const code = e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack';
+        const detail = `${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`;
+        throw packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, detail, code) ?? new GitError(code, `${e.file}: ${detail}`, { file: e.file, offset: e.offset });
       }
       const src = Buffer.from(r.buf);
       const out = Buffer.from(r.out);
