@@ -12,6 +12,8 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { git, objectSet } from './helpers/git.js';
 import { tool } from './helpers/tool.js';
 import { MAIN_USAGE } from '../src/cli/main.js';
+import type { Io } from '../src/cli/io.js';
+import { phaseReporter, warn } from '../src/cli/progress.js';
 
 const USAGE_THEN_OPTIONS = /^usage: git repack-ts[^\n]*\n(?:[^\n]*\n)*\n {4}-/;
 
@@ -152,5 +154,28 @@ describe('the first things a user meets', () => {
     // Any level, or --json, and the hint is gone.
     expect(tool(['--dry-run', '--blob-compression=keep', '--tree-compression=1'], { cwd: repo }).stderr).toBe('');
     expect(tool(['--json', '--dry-run'], { cwd: repo }).stderr).toBe('');
+  });
+});
+
+describe('progress like git’s', () => {
+  it('each phase ends with one "done." line, as git repack prints it once', () => {
+    const repo = useFixtureCopy('basic');
+    const g = git(['repack', '-adq', '--progress'], { cwd: useFixtureCopy('basic') });
+    const gitDone = g.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
+    expect(new Set(gitDone).size).toBe(gitDone.length);
+    const t = tool(['--graph-compression=0', '--progress'], { cwd: repo });
+    expect(t.status).toBe(0);
+    const done = t.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
+    expect(done.map((l) => l.slice(0, l.indexOf(':')))).toEqual(['Counting objects', 'Writing objects', 'Validating', 'Checking with git fsck']);
+  });
+
+  it('a warning never lands inside a progress line', () => {
+    let err = '';
+    const io: Io = { out: () => undefined, err: (t) => void (err += t), stderrIsTty: true, env: {}, cwd: '/' };
+    const report = phaseReporter(io, true)!;
+    report('writing objects', 5, 10);
+    warn(io, 'something odd');
+    report('writing objects', 10, 10);
+    expect(err).toBe('\rWriting objects:  50% (5/10)\nwarning: something odd\n\rWriting objects: 100% (10/10)\rWriting objects: 100% (10/10), done.\n');
   });
 });

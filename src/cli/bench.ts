@@ -10,7 +10,7 @@ import { GitError } from '../errors.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import type { CliContext } from './main.js';
-import { phaseReporter, wantProgress } from './progress.js';
+import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
 
 export const BENCH_USAGE = `usage: git repack-ts bench [<options>]
@@ -121,7 +121,7 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       keep: o.keep,
       env: io.env,
       onProgress: progress,
-      onWarning: (m) => io.err(`warning: ${m}\n`),
+      onWarning: (m) => warn(io, m),
       signal: ac.signal,
     });
     if (o.svg !== undefined) writeFileSync(resolve(ctx.cwd, String(o.svg)), renderSvg(r));

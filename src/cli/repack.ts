@@ -7,7 +7,7 @@ import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
-import { phaseReporter, wantProgress } from './progress.js';
+import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
 
 export const REPACK_USAGE = `usage: git repack-ts [<options>]
@@ -79,7 +79,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
     fsck,
     keepPacks: keep,
     onProgress: progress,
-    onWarning: (m) => io.err(`warning: ${m}\n`),
+    onWarning: (m) => warn(io, m),
   });
   if (o.json) {
     io.out(JSON.stringify(r, null, 2) + '\n');
