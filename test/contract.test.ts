@@ -179,3 +179,29 @@ describe('progress like git’s', () => {
     expect(err).toBe('\rWriting objects:  50% (5/10)\nwarning: something odd\n\rWriting objects: 100% (10/10)\rWriting objects: 100% (10/10), done.\n');
   });
 });
+
+describe('small things', () => {
+  it('verify -v --json lists every object as git verify-pack -v does; without -v, no list', () => {
+    const packDir = path.join(fixturePath('basic'), '.git/objects/pack');
+    const pack = path.join(packDir, fs.readdirSync(packDir).find((n) => n.endsWith('.pack'))!);
+    const want = git(['verify-pack', '-v', pack], { cwd: '/' })
+      .stdout.toString()
+      .split('\n')
+      .filter((l) => /^[0-9a-f]{40} /.test(l))
+      .map((l) => {
+        const [id, type, size, packedSize, offset, depth, base] = l.split(/\s+/);
+        return { id, type, size: Number(size), packedSize: Number(packedSize), offset: Number(offset), ...(base ? { depth: Number(depth), base } : {}) };
+      });
+    const v = JSON.parse(tool(['verify', '-v', '--json', pack], { cwd: '/' }).stdout);
+    expect(v.packs[0].entries).toEqual(want);
+    expect(JSON.parse(tool(['verify', '--json', pack], { cwd: '/' }).stdout).packs[0].entries).toBeUndefined();
+  });
+
+  it('inspect’s columns have names that do not read alike', () => {
+    const out = tool(['inspect'], { cwd: fixturePath('basic') }).stdout;
+    const header = out.split('\n').find((l) => l.startsWith('type '))!;
+    expect(header).toContain('stored plain');
+    expect(header).toContain('packed if all level 0');
+    expect(header).not.toMatch(/ at level 0/);
+  });
+});

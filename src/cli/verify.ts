@@ -69,7 +69,7 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     });
   }
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  const results: (VerifyPackResult & { shown: string })[] = [];
+  const results: (VerifyPackResult & { shown: string; entries?: VerboseEntry[] })[] = [];
   let bad = 0;
   for (const t of targets) {
     if (!existsSync(t.idx) && !existsSync(t.pack)) {
@@ -78,9 +78,11 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
       results.push({ ...emptyResult(t.pack), shown: t.shown });
       continue;
     }
-    const verboseLine = o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined;
+    // -v --json: every object as a record, the same fields as the lines of `git verify-pack -v`.
+    const entries: VerboseEntry[] = [];
+    const verboseLine = !o.verbose || o['stat-only'] ? undefined : o.json ? (l: string) => entries.push(verboseEntry(l)) : (l: string) => io.out(l + '\n');
     const r = await verifyPack(t.pack, t.idx, algo, { verboseLine, onProgress: progress, bigFileThreshold });
-    results.push({ ...r, shown: t.shown });
+    results.push({ ...r, shown: t.shown, ...(verboseLine !== undefined && o.json ? { entries } : {}) });
     if (!o.json) {
       for (const p of r.problems) io.err(`error: ${p.file}: ${p.message} at offset ${p.offset}\n`);
       if (r.moreProblems) io.err(`error: ... and ${r.moreProblems} more problems in ${t.shown}\n`);
@@ -104,6 +106,7 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
             chainLengths: r.chainLengths,
             problems: r.problems,
             moreProblems: r.moreProblems,
+            ...(r.entries !== undefined ? { entries: r.entries } : {}),
           })),
         },
         null,
@@ -112,6 +115,24 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     );
   }
   return bad === 0 ? 0 : 1;
+}
+
+interface VerboseEntry {
+  id: string;
+  type: string;
+  size: number;
+  packedSize: number;
+  offset: number;
+  depth?: number;
+  base?: string;
+}
+
+/** `<id> <type> <size> <size-in-pack> <offset> [<depth> <base-id>]`, as git verify-pack -v prints it. */
+function verboseEntry(line: string): VerboseEntry {
+  const [id, type, size, packedSize, offset, depth, base] = line.trim().split(/\s+/);
+  const e: VerboseEntry = { id: id!, type: type!, size: Number(size), packedSize: Number(packedSize), offset: Number(offset) };
+  if (depth !== undefined && base !== undefined) Object.assign(e, { depth: Number(depth), base });
+  return e;
 }
 
 function emptyResult(pack: string): VerifyPackResult {
