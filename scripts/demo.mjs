@@ -52,7 +52,10 @@ const given = process.argv[2];
 // at the end unless GIT_REPACK_TS_KEEP_DEMO=1.
 const top = given ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'git-repack-ts-demo-'));
 const repo = given ? path.resolve(given) : path.join(top, 'repo');
-if (top !== undefined && process.env.GIT_REPACK_TS_KEEP_DEMO !== '1') process.on('exit', () => fs.rmSync(top, { recursive: true, force: true }));
+if (top !== undefined && process.env.GIT_REPACK_TS_KEEP_DEMO !== '1') {
+  process.on('exit', () => fs.rmSync(top, { recursive: true, force: true }));
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(128 + os.constants.signals[sig]));
+}
 if (!given) {
   console.log(`Building a demo repository in ${repo} (400 commits, packed by git)...`);
   makeDemo(repo);

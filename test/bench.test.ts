@@ -153,6 +153,8 @@ describe('git repack-ts bench', () => {
       // Cold numbers are either measured with a checked eviction or said to be unavailable.
       expect(r.stdout).toMatch(/cold page cache(, wall-clock time \(the copy's files evicted|: unavailable)/);
       expect(fs.readdirSync(tmp)).toEqual([]);
+      // Without a terminal, one line per finished step on stderr instead of silence.
+      expect(r.stderr).toMatch(/^Building scenarios: 1\/2\nBuilding scenarios: 2\/2\n(?:Timing: \d+\/16\n)+$/);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }

@@ -78,3 +78,18 @@ export function phaseReporter(io: Io, enabled: boolean): ((phase: string, done: 
     }
   };
 }
+
+/**
+ * Without a terminal, a long command still says where it is: one line per step when there are
+ * few steps (bench's scenarios), else at each quarter, as `Title: done/total` on stderr.
+ */
+export function lineReporter(io: Io): (phase: string, done: number, total: number) => void {
+  const shown = new Map<string, number>();
+  return (phase, done, total) => {
+    if (total <= 0 || done <= 0) return;
+    const mark = total <= 20 ? done : Math.floor((done * 4) / total);
+    if ((shown.get(phase) ?? 0) >= mark) return;
+    shown.set(phase, mark);
+    io.err(`${phase[0]!.toUpperCase()}${phase.slice(1)}: ${done}/${total}\n`);
+  };
+}
