@@ -48,7 +48,14 @@ function makeDemo(dir) {
 }
 
 const given = process.argv[2];
-const repo = given ? path.resolve(given) : path.join(os.tmpdir(), 'git-repack-ts-demo');
+// A private directory of its own (never a fixed name in /tmp that another user could own), removed
+// at the end unless GIT_REPACK_TS_KEEP_DEMO=1.
+const top = given ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'git-repack-ts-demo-'));
+const repo = given ? path.resolve(given) : path.join(top, 'repo');
+if (top !== undefined && process.env.GIT_REPACK_TS_KEEP_DEMO !== '1') {
+  process.on('exit', () => fs.rmSync(top, { recursive: true, force: true }));
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(128 + os.constants.signals[sig]));
+}
 if (!given) {
   console.log(`Building a demo repository in ${repo} (400 commits, packed by git)...`);
   makeDemo(repo);

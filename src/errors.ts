@@ -6,6 +6,7 @@
 export type ErrorCode =
   | 'usage'
   | 'not-a-repository'
+  | 'dubious-ownership'
   | 'bad-config'
   | 'bad-pack'
   | 'bad-idx'

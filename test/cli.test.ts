@@ -18,12 +18,12 @@ function inspectJson(args: string[], cwd: string, env?: Record<string, string | 
 }
 
 describe("git's CLI contract", () => {
-  it('-h prints the usage on stderr and exits 129, for the tool and each subcommand', () => {
+  it('-h prints the usage on stdout and exits 129, for the tool and each subcommand', () => {
     const cwd = fixturePath('basic');
     for (const args of [['-h'], ['verify', '-h'], ['inspect', '-h'], ['repack', '-h']]) {
       const r = tool(args, { cwd });
       expect(r.status).toBe(129);
-      expect(r.stderr).toMatch(/^usage: git repack-ts/);
+      expect(r.stdout).toMatch(/^usage: git repack-ts/);
     }
   });
 
@@ -283,14 +283,14 @@ describe("the subcommands' option parser (git's conventions)", () => {
   });
 
   it.each([
-    [['--frobnicate'], "unknown option 'frobnicate'"],
-    [['--no-svg'], "unknown option 'no-svg'"], // a string option that cannot be turned off
-    [['--json=yes'], "option 'json' takes no value"],
-    [['--no-fsck=x'], "option 'no-fsck' takes no value"],
-    [['--svg'], "option 'svg' requires a value"],
-    [['-x'], "unknown switch 'x'"],
-    [['-qx'], "unknown switch 'x'"],
-    [['-o'], "switch 'o' requires a value"],
+    [['--frobnicate'], "unknown option `frobnicate'"],
+    [['--no-svg'], "unknown option `no-svg'"], // a string option that cannot be turned off
+    [['--json=yes'], "option `json' takes no value"],
+    [['--no-fsck=x'], "option `no-fsck' takes no value"],
+    [['--svg'], "option `svg' requires a value"],
+    [['-x'], "unknown switch `x'"],
+    [['-qx'], "unknown switch `x'"],
+    [['-o'], "switch `o' requires a value"],
     [['--json', '-h'], ''], // -h: the usage alone
   ])('%j is refused: %s', (args, message) => {
     expect(refused(args)).toBe(message);

@@ -30,7 +30,8 @@ export function apiEnv(): NodeJS.ProcessEnv {
  * the repository around it).
  */
 export function repositoryAt(path: string): Repository {
-  return discoverRepository({ cwd: directoryAt(path), env: apiEnv() });
+  // git's safe.directory rule, as for the command (CVE-2022-24765): another user's repository is refused.
+  return discoverRepository({ cwd: directoryAt(path), env: apiEnv(), euid: process.geteuid?.() });
 }
 
 /** `path` made absolute; it must be a directory (where `git -C <path>` could go). */

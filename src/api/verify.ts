@@ -16,7 +16,26 @@ export interface VerifyOptions {
 /** What `git repack-ts verify --json` prints; each pack's `pack` is its name as given. */
 export interface VerifyReport {
   ok: boolean;
-  packs: VerifyPackResult[];
+  packs: (VerifyPackResult & { entries?: VerboseEntry[] })[];
+}
+
+/** One object as `git verify-pack -v` lists it (`verify -v --json`). */
+export interface VerboseEntry {
+  id: string;
+  type: string;
+  size: number;
+  packedSize: number;
+  offset: number;
+  depth?: number;
+  base?: string;
+}
+
+/** `<id> <type> <size> <size-in-pack> <offset> [<depth> <base-id>]`, as git verify-pack -v prints it. */
+function verboseEntry(line: string): VerboseEntry {
+  const [id, type, size, packedSize, offset, depth, base] = line.trim().split(/\s+/);
+  const e: VerboseEntry = { id: id!, type: type!, size: Number(size), packedSize: Number(packedSize), offset: Number(offset) };
+  if (depth !== undefined && base !== undefined) Object.assign(e, { depth: Number(depth), base });
+  return e;
 }
 
 /** One pack to verify: its files, and its name as the caller gave it. */
@@ -42,17 +61,21 @@ export interface VerifyRun {
   verboseLine?: ((line: string) => void) | undefined;
   /** Each pack's result as soon as it is known; `missing` when neither of its files exists. */
   onPack?: ((r: VerifyPackResult, missing: boolean) => void) | undefined;
+  /** Every object of each pack as a record in its result (`verify -v --json`). */
+  entries?: boolean | undefined;
 }
 
 /** Verifies the packs one after the other (the CLI's `verify`, printing through the hooks). */
 export async function verifyTargets(targets: readonly VerifyTarget[], run: VerifyRun): Promise<VerifyReport> {
-  const packs: VerifyPackResult[] = [];
+  const packs: VerifyReport['packs'] = [];
   for (const t of targets) {
     run.signal?.throwIfAborted();
     const missing = !existsSync(t.idx) && !existsSync(t.pack);
+    const entries: VerboseEntry[] = [];
+    const verboseLine = run.entries === true ? (l: string) => entries.push(verboseEntry(l)) : run.verboseLine;
     const r = missing
       ? { pack: t.shown, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: t.pack, offset: 0, message: 'cannot open pack' }], moreProblems: 0 }
-      : { ...(await verifyPack(t.pack, t.idx, run.algo, run)), pack: t.shown };
+      : { ...(await verifyPack(t.pack, t.idx, run.algo, { ...run, verboseLine })), pack: t.shown, ...(run.entries === true ? { entries } : {}) };
     packs.push(r);
     run.onPack?.(r, missing);
   }
@@ -62,7 +85,7 @@ export async function verifyTargets(targets: readonly VerifyTarget[], run: Verif
 /** The format and threshold of the repository holding `pack`, as verify-pack takes them from its own. */
 function repositoryOf(pack: string): { algo: HashAlgo; bigFileThreshold: number | undefined } {
   try {
-    const repo = discoverRepository({ cwd: dirname(pack), env: apiEnv() });
+    const repo = discoverRepository({ cwd: dirname(pack), env: apiEnv(), euid: process.geteuid?.() });
     return { algo: repo.algo, bigFileThreshold: repo.config.getInt('core.bigFileThreshold') };
   } catch {
     return { algo: SHA1, bigFileThreshold: undefined };

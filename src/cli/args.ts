@@ -1,12 +1,13 @@
-import { UsageError } from './io.js';
+import { HelpRequested, ManPageRequested, UsageError } from './io.js';
 
 /**
- * The subcommands' option parser, with git's conventions (parse-options.c, less abbreviations):
+ * The subcommands' option parser, with git's conventions (parse-options.c):
  * `--name=value` or `--name value` for an option that takes a value (the next argument whatever
  * it looks like, as in git), `--name[=value]` only stuck for one whose value is optional,
  * `--no-name` for booleans and negatable options, short aliases alone or grouped (`-qn`, `-ofile`,
- * `-o file`), `--` ends options, `-h` prints the usage (exit 129), anything unknown is a usage
- * error (exit 129). Small and dependency-free: loading yargs cost ~50 ms of every run.
+ * `-o file`), unique prefixes of long options (`--dry`, `--no-fs`; an ambiguous one is an error
+ * naming two candidates), `--` ends options, `-h` prints the usage on stdout (exit 129), `--help`
+ * the man page, anything unknown is a usage error (exit 129). Small and dependency-free: loading yargs cost ~50 ms of every run.
  */
 export interface OptionSpec {
   type: 'string' | 'boolean';
@@ -51,13 +52,17 @@ export async function parseArgs<T>(args: string[], usage: string, build: (o: Opt
 export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<string, OptionSpec>): Record<string, unknown> & { _: string[]; '--': string[] } {
   const end = args.indexOf('--');
   const h = args.indexOf('-h');
-  if (h >= 0 && (end < 0 || h < end)) throw new UsageError('', usage);
+  if (h >= 0 && (end < 0 || h < end)) throw new HelpRequested(usage);
   const out: Record<string, unknown> & { _: string[]; '--': string[] } = { _: [], '--': [] };
   for (const [name, spec] of specs) if (spec.default !== undefined) out[name] = spec.default;
   const byShort = new Map<string, string>();
   for (const [name, spec] of specs) if (spec.alias !== undefined) byShort.set(spec.alias, name);
   const fail = (msg: string): never => {
     throw new UsageError(msg, usage);
+  };
+  // parse-options' get_value: a bad value is an error without the usage.
+  const badValue = (msg: string): never => {
+    throw new UsageError(msg, usage, 'none');
   };
   const set = (name: string, spec: OptionSpec, v: string | boolean): void => {
     if (spec.array === true && typeof v === 'string') out[name] = [...((out[name] as string[] | undefined) ?? []), v];
@@ -75,33 +80,31 @@ export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<s
     }
     if (arg[1] === '-') {
       const eq = arg.indexOf('=');
-      const key = arg.slice(2, eq < 0 ? undefined : eq);
+      const typed = arg.slice(2, eq < 0 ? undefined : eq);
       const stuck = eq < 0 ? undefined : arg.slice(eq + 1);
-      const spec = specs.get(key);
-      if (spec === undefined && key.startsWith('no-')) {
-        const name = key.slice(3);
-        const neg = specs.get(name);
-        if (neg !== undefined && (neg.type === 'boolean' || neg.negatable === true)) {
-          if (stuck !== undefined) fail(`option 'no-${name}' takes no value`);
-          out[name] = false;
-          continue;
-        }
+      if (typed === 'help' && stuck === undefined) throw new ManPageRequested(usage);
+      const m = matchLong(specs, typed, usage);
+      if (m.negated) {
+        if (stuck !== undefined) badValue(`option \`no-${m.name}' takes no value`);
+        out[m.name] = false;
+        continue;
       }
-      if (spec === undefined) return fail(`unknown option '${key}'`);
+      const spec = m.spec;
+      const key = m.name;
       if (spec.type === 'boolean') {
-        if (stuck !== undefined) fail(`option '${key}' takes no value`);
+        if (stuck !== undefined) badValue(`option \`${key}' takes no value`);
         set(key, spec, true);
       } else if (stuck !== undefined) set(key, spec, stuck);
       else if (spec.optionalValue === true) set(key, spec, '');
       else if (i + 1 < args.length) set(key, spec, args[++i]!);
-      else fail(`option '${key}' requires a value`);
+      else badValue(`option \`${key}' requires a value`);
       continue;
     }
     // One or more short options: `-qn`, `-ofile`, `-o file`.
     for (let k = 1; k < arg.length; k++) {
       const letter = arg[k]!;
       const name = byShort.get(letter);
-      if (name === undefined) return fail(`unknown switch '${letter}'`);
+      if (name === undefined) return fail(`unknown switch \`${letter}'`);
       const spec = specs.get(name)!;
       if (spec.type === 'boolean') {
         set(name, spec, true);
@@ -109,7 +112,7 @@ export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<s
       }
       if (k + 1 < arg.length) set(name, spec, arg.slice(k + 1));
       else if (i + 1 < args.length) set(name, spec, args[++i]!);
-      else fail(`switch '${letter}' requires a value`);
+      else badValue(`switch \`${letter}' requires a value`);
       break;
     }
   }
@@ -119,4 +122,27 @@ export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<s
 /** Positional arguments, including those after `--`. */
 export function positionals(p: { _: string[]; '--'?: string[] }): string[] {
   return [...p._, ...(p['--'] ?? [])];
+}
+
+/**
+ * parse-options.c's `parse_long_opt`: an exact name or `no-<name>` first, else a unique prefix of
+ * one of them (git names the first two candidates, in declaration order, when there are more).
+ */
+function matchLong(specs: ReadonlyMap<string, OptionSpec>, typed: string, usage: string): { name: string; spec: OptionSpec; negated: boolean } {
+  const negatable = (sp: OptionSpec): boolean => sp.type === 'boolean' || sp.negatable === true;
+  const exact = specs.get(typed);
+  if (exact !== undefined) return { name: typed, spec: exact, negated: false };
+  if (typed.startsWith('no-')) {
+    const sp = specs.get(typed.slice(3));
+    if (sp !== undefined && negatable(sp)) return { name: typed.slice(3), spec: sp, negated: true };
+  }
+  const found: { name: string; spec: OptionSpec; negated: boolean }[] = [];
+  for (const [name, spec] of specs) {
+    if (name.startsWith(typed)) found.push({ name, spec, negated: false });
+    else if (negatable(spec) && `no-${name}`.startsWith(typed)) found.push({ name, spec, negated: true });
+  }
+  const shown = (f: { name: string; negated: boolean }): string => `--${f.negated ? 'no-' : ''}${f.name}`;
+  if (found.length > 1) throw new UsageError(`ambiguous option: ${typed} (could be ${shown(found[0]!)} or ${shown(found[1]!)})`, usage, 'stdout');
+  if (found.length === 0) throw new UsageError(`unknown option \`${typed}'`, usage);
+  return found[0]!;
 }

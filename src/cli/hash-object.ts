@@ -298,6 +298,7 @@ export async function runHashObject(argv: string[], ctx: CliContext): Promise<nu
     cwd: ctx.cwd,
     gitDir: ctx.gitDir,
     env: io.env,
+    euid: io.euid,
     stdinFd: 0,
   };
   try {

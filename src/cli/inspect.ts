@@ -41,7 +41,7 @@ export async function runInspect(args: string[], ctx: CliContext): Promise<numbe
     io.out(`  ${show(p.pack)}: ${p.objects} objects, ${mib(p.size)}${flags ? ` (${flags})` : ''}\n`);
   }
   io.out('\n');
-  const rows: string[][] = [['type', 'entries', 'deltas', 'max depth', 'packed', 'inflated', 'level 0', 'zlib levels 0-1/2-5/6/7-9', 'at level 0']];
+  const rows: string[][] = [['type', 'entries', 'deltas', 'max depth', 'packed', 'inflated', 'stored plain', 'zlib levels 0-1/2-5/6/7-9', 'packed if all level 0']];
   for (const t of r.total.types as TypeCensus[]) {
     if (t.entries === 0) continue;
     rows.push([

@@ -1,11 +1,16 @@
 import { GitError } from '../errors.js';
+import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
+import { dieOfSignal, isCaughtSignal } from './signals.js';
+import { withStrerror } from './strerror.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
   out(text: string): void;
   err(text: string): void;
   stderrIsTty: boolean;
+  /** geteuid(), for the ownership check of repository discovery (absent: no check). */
+  euid?: number | undefined;
   env: NodeJS.ProcessEnv;
   cwd: string;
 }
@@ -17,6 +22,7 @@ export function processIo(): Io {
     out: (t) => void process.stdout.write(t),
     err: (t) => void process.stderr.write(t),
     stderrIsTty: process.stderr.isTTY === true,
+    euid: process.geteuid?.(),
     env: process.env,
     cwd: process.cwd(),
   };
@@ -27,16 +33,38 @@ export class UsageError extends Error {
   constructor(
     message: string,
     readonly usage: string,
+    /** Where git prints the usage after the error: parse-options gives none after a bad value, stdout after an ambiguous prefix. */
+    readonly usageTo: 'stderr' | 'stdout' | 'none' = 'stderr',
   ) {
     super(message);
   }
 }
 
+/** `-h`: the option list on stdout, exit 129, as parse-options' `usage_with_options` prints it. */
+export class HelpRequested extends UsageError {
+  constructor(usage: string) {
+    super('', usage);
+  }
+}
+
+/** `<command> --help`: the manual page, as `git help` shows it. */
+export class ManPageRequested extends Error {
+  constructor(readonly usage: string) {
+    super('--help');
+  }
+}
+
 /** Turns a thrown error into git's report and exit code. */
 export function reportError(io: Io, e: unknown): number {
+  if (e instanceof HelpRequested) {
+    io.out(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    return 129;
+  }
   if (e instanceof UsageError) {
     if (e.message) io.err(`error: ${e.message}\n`);
-    io.err(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    const usage = e.usage.endsWith('\n') ? e.usage : e.usage + '\n';
+    if (e.usageTo === 'stderr') io.err(usage);
+    else if (e.usageTo === 'stdout') io.out(usage);
     return 129;
   }
   if (e instanceof GitError) {
@@ -44,6 +72,11 @@ export function reportError(io: Io, e: unknown): number {
       io.err(`error: ${e.message}\n`);
       return 129;
     }
+    io.err(`fatal: ${withStrerror(e.message)}\n`);
+    return 128;
+  }
+  if (e instanceof KilledBySignal) {
+    if (isCaughtSignal(e.signal) && io.env === process.env) dieOfSignal(e.signal);
     io.err(`fatal: ${e.message}\n`);
     return 128;
   }
@@ -53,7 +86,7 @@ export function reportError(io: Io, e: unknown): number {
   }
   const err = e as NodeJS.ErrnoException;
   if (err && typeof err.code === 'string' && typeof err.syscall === 'string') {
-    io.err(`fatal: ${err.message}\n`);
+    io.err(`fatal: ${withStrerror(err.message)}\n`);
     return 128;
   }
   // A bug, not bad input: still no stack trace on the user's terminal unless asked for.

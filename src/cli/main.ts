@@ -3,7 +3,10 @@ import { createRequire } from 'node:module';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { GitError } from '../errors.js';
-import { type Io, UsageError, processIo, reportError } from './io.js';
+import { fileURLToPath } from 'node:url';
+import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, reportError } from './io.js';
+import { strerror } from './strerror.js';
+import { installSignalCleanup } from './signals.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
 export interface CliContext {
@@ -20,8 +23,8 @@ export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [
    or: git repack-ts inspect [--json]
    or: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters] [--stdin [--literally]] [--] <file>...
    or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
-   or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader] [--json] [--svg=<file>]
-   or: git repack-ts zstd-import [<level options>] <file>
+   or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader[=<list>]] [--json] [--svg=<file>]
+   or: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] <file>
    or: git repack-ts walk [--read-blobs] [--json] [<pack>...]
 
 Rewrite the repository's packs with per-type zlib levels, keeping every delta.
@@ -45,11 +48,17 @@ function version(): string {
   return (createRequire(import.meta.url)('../../package.json') as { version: string }).version;
 }
 
+/** The man page shipped beside dist/ (docs/git-repack-ts.1). */
+const MAN_PAGE = fileURLToPath(new URL('../../docs/git-repack-ts.1', import.meta.url));
+
 function showManPage(io: Io): number {
   // `git repack-ts --help` is turned into `git help repack-ts` by git itself; this covers
-  // `git-repack-ts --help` run directly.
-  const r = spawnSync('man', ['git-repack-ts'], { stdio: 'inherit', env: io.env });
-  if (r.status === 0) return 0;
+  // `git-repack-ts --help` run directly and `git repack-ts <command> --help`: the installed
+  // page, else the one in this package, else the usage.
+  for (const args of [['git-repack-ts'], ['-l', MAN_PAGE]]) {
+    const r = spawnSync('man', args, { stdio: 'inherit', env: io.env });
+    if (r.status === 0) return 0;
+  }
   io.out(MAIN_USAGE);
   return 0;
 }
@@ -72,13 +81,15 @@ export async function main(args: string[], io: Io): Promise<number> {
         const p = a === '-C' ? need('-C') : (i++, a.slice(2));
         if (p === '') continue; // git ignores `-C ""`
         const next = resolve(cwd, p);
-        let ok = false;
+        // git's chdir() errno: ENOTDIR for a file (or a path through one), ENOENT, EACCES…
+        let why: string | undefined;
         try {
-          ok = statSync(next).isDirectory();
-        } catch {
-          ok = false;
+          if (!statSync(next).isDirectory()) why = strerror('ENOTDIR');
+        } catch (e) {
+          const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
+          why = strerror(code) ?? code;
         }
-        if (!ok) throw new GitError('io', `cannot change to '${p}': No such file or directory`);
+        if (why !== undefined) throw new GitError('io', `cannot change to '${p}': ${why}`);
         cwd = next;
         continue;
       }
@@ -91,7 +102,7 @@ export async function main(args: string[], io: Io): Promise<number> {
         i++;
         continue;
       }
-      if (a === '-h') throw new UsageError('', MAIN_USAGE);
+      if (a === '-h') throw new HelpRequested(await mainHelp());
       if (a === '--help') return showManPage(io);
       if (a === '--version') {
         io.out(`git-repack-ts version ${version()}\n`);
@@ -110,13 +121,26 @@ export async function main(args: string[], io: Io): Promise<number> {
     const run = await load();
     return await run(rest, { io, cwd, gitDir });
   } catch (e) {
+    if (e instanceof ManPageRequested) return showManPage(io);
     return reportError(io, e);
   }
 }
 
+/** `git repack-ts -h`: every form of the command, then the options of the default one (repack). */
+async function mainHelp(): Promise<string> {
+  const { REPACK_USAGE } = await import('./repack.js');
+  const forms = MAIN_USAGE.slice(0, MAIN_USAGE.indexOf('\n\n') + 1);
+  return forms + REPACK_USAGE.slice(REPACK_USAGE.indexOf('\n') + 1);
+}
+
 /** The bin entry: run, then exit with git's code once output has drained. */
 export async function run(): Promise<void> {
+  installSignalCleanup();
   const io = processIo();
   const code = await main(process.argv.slice(2), io);
+  // A few more turns of the event loop: a signal that arrived during the last synchronous stretch
+  // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
+  // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).
+  for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   process.exitCode = code;
 }

@@ -8,7 +8,7 @@ import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
-import { phaseReporter, wantProgress } from './progress.js';
+import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
 
 export const REPACK_USAGE = `usage: git repack-ts [<options>]
@@ -34,6 +34,12 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
 Levels also come from config: pack.commitCompression, pack.treeCompression, pack.blobCompression,
 pack.tagCompression, pack.graphCompression, pack.compression, core.compression. A type none of
 them sets keeps its entries as they are.
+`;
+
+/** git's advise() shape: what to set when nothing is, before a run that can only copy. */
+const NO_LEVEL_HINT = `hint: No zlib level is set for any object type, so every entry is kept as it is.
+hint: Set one with --graph-compression=<n> (commits and trees), --compression=<n>, or the config
+hint: pack.graphCompression, pack.compression or core.compression; see 'git help repack-ts'.
 `;
 
 function pct(a: number, b: number): string {
@@ -65,6 +71,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (o.zstd !== undefined) return runExport(o, flags, ctx);
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
+  const levels = resolveLevels(flags, repo.config);
+  if (!o.json && [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')) io.err(NO_LEVEL_HINT);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
   // The library's rewrite: --json prints exactly what the API's repack() resolves to.
   const r = await repackRepo(repo, {
@@ -78,7 +86,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
     fsck: fsck === 'none' ? false : fsck,
     keepPacks: keep,
     onProgress: progress,
-    onWarning: (m) => io.err(`warning: ${m}\n`),
+    onWarning: (m) => warn(io, m),
   });
   if (o.json) {
     io.out(JSON.stringify(r, null, 2) + '\n');

@@ -67,6 +67,8 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     bigFileThreshold,
     onProgress: progress,
     verboseLine: o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined,
+    // -v --json: every object as a record, the same fields as the lines of `git verify-pack -v`.
+    entries: o.verbose === true && !o['stat-only'] && o.json === true,
     onPack: (r, missing) => {
       if (missing) io.err(`fatal: Cannot open existing pack file '${r.pack}'\n`);
       if (missing || o.json) return;

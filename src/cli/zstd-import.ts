@@ -5,7 +5,7 @@ import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
 import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
-import { phaseReporter, wantProgress } from './progress.js';
+import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
 
 export const ZSTD_IMPORT_USAGE = `usage: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] [--json] [-q] <file>
@@ -40,7 +40,7 @@ export async function runZstdImport(args: string[], ctx: CliContext): Promise<nu
     autoFallback: fallbackLevel(flags, repo.config),
     fsck,
     onProgress: phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress })),
-    onWarning: (m) => io.err(`warning: ${m}\n`),
+    onWarning: (m) => warn(io, m),
   });
   if (o.json) io.out(JSON.stringify(r, null, 2) + '\n');
   else if (!o.quiet) io.out(`${r.alreadyPresent ? 'already present' : 'installed'}: ${r.newPack}.pack, ${r.objects} objects${r.promisor ? ' (promisor)' : ''}\n`);

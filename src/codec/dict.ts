@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { forgetOnSignal, removeOnSignal } from '../cleanup.js';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,7 +59,7 @@ export function trainDictionary(samples: Buffer[], size = DEFAULT_DICT_SIZE, pre
 function trainWithZstdCli(samples: Buffer[], size: number): Buffer | undefined {
   const probe = spawnSync('zstd', ['--version'], { encoding: 'utf8' });
   if (probe.status !== 0) return undefined;
-  const dir = mkdtempSync(join(tmpdir(), 'rts-dict-'));
+  const dir = removeOnSignal(mkdtempSync(join(tmpdir(), 'rts-dict-')));
   try {
     samples.forEach((s, i) => writeFileSync(join(dir, `s${i}`), s));
     const out = join(dir, 'dict');
@@ -69,6 +70,7 @@ function trainWithZstdCli(samples: Buffer[], size: number): Buffer | undefined {
     return undefined;
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    forgetOnSignal(dir);
   }
 }
 

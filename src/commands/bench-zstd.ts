@@ -1,3 +1,4 @@
+import { removeOnSignal } from '../cleanup.js';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,7 +24,7 @@ export async function zstdBench(gitDir: string, algo: HashAlgo, rounds: number):
   const why = zstdUnavailable();
   if (why !== undefined) return { available: false, reason: why };
   const repo = discoverRepository({ cwd: gitDir, gitDir });
-  const dir = mkdtempSync(join(tmpdir(), 'rts-bench-zstd-'));
+  const dir = removeOnSignal(mkdtempSync(join(tmpdir(), 'rts-bench-zstd-')));
   try {
     const file = join(dir, 'repo.zpack');
     await exportZpack(repo, { out: file, level: DEFAULT_ZSTD_LEVEL, dictSize: DEFAULT_DICT_SIZE, dictMethod: 'auto' });

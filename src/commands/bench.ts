@@ -8,6 +8,7 @@ import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit,
 import type { Scenario } from '../bench/scenarios.js';
 import type { BenchCommand, BenchResult, Cell } from '../bench/types.js';
 import { runReaderExperiments, type ReaderExperimentName } from './bench-reader.js';
+import { removeOnSignal } from '../cleanup.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
@@ -127,6 +128,7 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
   const commands = benchCommands(opts.commands, { logN: opts.logN, promisor });
   if (opts.clock === 'cpu' && childrenCpuSeconds() === undefined) throw new GitError('unsupported', '--clock=cpu needs /proc/self/stat (Linux)');
   const workDir = mkdtempSync(join(opts.workDir ?? tmpdir(), 'git-repack-ts-bench-'));
+  if (!opts.keep) removeOnSignal(workDir);
   const result: BenchResult = {
     repository: repo.gitDir,
     gitVersion: version,

@@ -39,6 +39,8 @@ export interface HashObjectOptions {
   /** `--git-dir` of the top-level command. */
   gitDir: string | undefined;
   env: NodeJS.ProcessEnv;
+  /** geteuid(), for discovery's ownership check. */
+  euid?: number | undefined;
   /** Where `--stdin` and `--stdin-paths` read (default 0). */
   stdinFd?: number;
   /** Deflate threads with `-w` (default: available cores). */
@@ -81,11 +83,12 @@ export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' |
 }
 
 /** Opens the repository as hash-object does: required with -w, optional without. */
-export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env'>): Repository | undefined {
+export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>): Repository | undefined {
   try {
-    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env });
+    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid });
   } catch (e) {
-    if (!o.write && e instanceof GitError && e.code === 'not-a-repository') return undefined;
+    // setup_git_directory_gently: outside a repository, or in another user's, is "no repository".
+    if (!o.write && e instanceof GitError && (e.code === 'not-a-repository' || e.code === 'dubious-ownership')) return undefined;
     throw e;
   }
 }

@@ -8,6 +8,7 @@ import { acquireRepackLock } from '../store/lock.js';
 import { journalPack, newJournal, recoverJournal, removeJournal, rollbackInstall, writeJournal, type JournalPack } from '../store/journal.js';
 import { readSmallFile } from '../store/regular.js';
 import { sharedRepositoryOf } from '../store/shared-perm.js';
+import { guardLock, removeOnSignal } from '../cleanup.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, cleanLeftovers, ensurePackDir, installPack, listPacks, makeViewDir, midxFiles, removeLoose, removePack, removeView, type PackInfo } from '../store/packdir.js';
@@ -225,7 +226,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     leftoversCleaned: [],
   };
   const shared = sharedRepositoryOf(repo.config);
-  const lock = opts.dryRun ? undefined : acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
+  const lock = opts.dryRun ? undefined : guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir, shared));
   const tmpFiles: string[] = [];
   const scratchDirs: string[] = [];
   let viewDir: string | undefined;
@@ -380,7 +381,7 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
       };
       for (let attempt = 1; ; attempt++) {
         const before = objectsNow();
-        viewDir = makeViewDir(repo.objectsDir);
+        viewDir = removeOnSignal(makeViewDir(repo.objectsDir));
         const viewPacks = [
           ...toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
           ...listPacks(repo.objectsDir)

@@ -13,6 +13,7 @@ import { resolveChains } from '../store/chain.js';
 import { tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import { runGitFsck, type FsckMode } from '../store/fsck.js';
 import { acquireRepackLock } from '../store/lock.js';
+import { guardLock, removeOnSignal } from '../cleanup.js';
 import { listLoose } from '../store/loose.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
@@ -105,7 +106,7 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
   const algo = repo.algo;
   const infos = listPacks(repo.objectsDir);
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
-  const tmp = join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`);
+  const tmp = removeOnSignal(join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`));
   try {
     const packs = infos.map((i) => Pack.open(i.base + '.pack', algo));
     for (const p of packs) odb.addPack(p);
@@ -227,7 +228,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     throw e;
   }
   const shared = sharedRepositoryOf(repo.config);
-  const lock = acquireRepackLock(repo.commonDir, repo.objectsDir, shared);
+  const lock = guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir, shared));
   let packDir: string;
   try {
     packDir = ensurePackDir(repo.objectsDir, shared);
@@ -263,7 +264,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     if (promisor) writeFileDurable(promisorTmp, Buffer.alloc(0), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
     const exists = existsSync(join(packDir, `pack-${hex}.idx`));
     if (!exists && opts.fsck !== 'none') {
-      viewDir = makeViewDir(repo.objectsDir);
+      viewDir = removeOnSignal(makeViewDir(repo.objectsDir));
       buildFsckView(repo.objectsDir, viewDir, [
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
         ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),

@@ -360,7 +360,9 @@ class PartitionRewrite {
       const r = await b.promise;
       if (r.error) {
         const e = r.error;
-        throw new GitError(e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack', `${e.file}: ${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`, { file: e.file, offset: e.offset });
+        const code = e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack';
+        const detail = `${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`;
+        throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, detail, code) ?? new GitError(code, `${e.file}: ${detail}`, { file: e.file, offset: e.offset });
       }
       this.writeBatch(output.sink, b, r);
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);

@@ -1,6 +1,7 @@
 import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { forgetOnSignal, removeOnSignal } from '../cleanup.js';
 
 /** Marks our temporary files (`tmp_pack_rts<pid>_<rand>`): git gc treats `tmp_*` as garbage too. */
 export const TMP_TAG = 'rts';
@@ -72,7 +73,7 @@ export function fault(point: string, detail = ''): void {
 }
 
 export function tmpPath(packDir: string, kind: string): string {
-  return join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`);
+  return removeOnSignal(join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`));
 }
 
 /** Pid of the process that made one of our temporary files, or undefined if it is not ours. */
@@ -124,6 +125,7 @@ export function fsyncDir(dir: string): void {
 
 export function unlinkIfExists(path: string): boolean {
   fault('unlink', path);
+  forgetOnSignal(path);
   try {
     unlinkSync(path);
     return true;
@@ -136,6 +138,7 @@ export function unlinkIfExists(path: string): boolean {
 export function renameInto(from: string, to: string): void {
   fault('rename', to);
   renameSync(from, to);
+  forgetOnSignal(from);
 }
 
 /**

@@ -1,4 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { KilledBySignal } from '../cleanup.js';
 
 /**
  * What git checks after the rewrite: `changed` (the default) reads back every entry whose bytes
@@ -27,6 +28,7 @@ export function runGitFsck(
     if (connectivityOnly) args.push('--connectivity-only');
     const r = spawnSync('git', args, { env: viewEnv(gitDir, objectsDir, env), cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28 });
     if (r.error) return { ok: false, output: `cannot run git fsck: ${r.error.message}` };
+    if (r.signal !== null) throw new KilledBySignal('git fsck', r.signal);
     return { ok: r.status === 0, output: `${r.stdout}${r.stderr}`.trim() };
   };
   // A partial clone copied without its config (as public snapshots are) has promisor packs but no
@@ -68,7 +70,7 @@ function onlyMissingObjects(output: string, hexLen: number): boolean {
 export function indexPackCheck(gitDir: string, packPath: string, idxOut: string, emptyObjectsDir: string, env: NodeJS.ProcessEnv): Promise<{ ok: boolean; output: string }> {
   // Version 2 whatever pack.indexVersion says: `wholeNotIndexed` reads it.
   const args = ['index-pack', '--index-version=2', '--no-rev-index', '-o', idxOut, packPath];
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const child = spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     let bytes = 0;
@@ -79,7 +81,7 @@ export function indexPackCheck(gitDir: string, packPath: string, idxOut: string,
     child.stdout.on('data', keep);
     child.stderr.on('data', keep);
     child.on('error', (e) => resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }));
-    child.on('close', (code) => resolve({ ok: code === 0, output: Buffer.concat(out).toString('utf8').trim() }));
+    child.on('close', (code, signal) => (signal !== null ? reject(new KilledBySignal('git index-pack', signal)) : resolve({ ok: code === 0, output: Buffer.concat(out).toString('utf8').trim() })));
   });
 }
 

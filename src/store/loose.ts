@@ -1,7 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { constants, inflateSync } from 'node:zlib';
-import { corrupt } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
 
@@ -31,6 +31,17 @@ function parseLooseHeader(buf: Buffer, file: string): { type: BaseType; size: nu
  * so the declared size bounds the allocation of the whole object.
  */
 export function readLooseFile(file: string): LooseObject {
+  try {
+    return readLoose(file);
+  } catch (e) {
+    // git's `loose object <id> (stored in <file>) is corrupt` (object-file.c).
+    if (!(e instanceof GitError) || e.code !== 'bad-object') throw e;
+    const hex = basename(dirname(file)) + basename(file);
+    throw new GitError('bad-object', `loose object ${hex} (stored in ${file}) is corrupt: ${e.message.slice(file.length + 2).replace(/ at offset 0$/, '')}`, { file, offset: 0, cause: e });
+  }
+}
+
+function readLoose(file: string): LooseObject {
   const comp = readFileSync(file);
   let head: Buffer;
   try {
@@ -44,6 +55,8 @@ export function readLooseFile(file: string): LooseObject {
   try {
     all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
   } catch (e) {
+    // More data than the header declares: Node's "Cannot create a Buffer larger than…" says nothing.
+    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `inflates to more than the ${h.size} bytes its header declares`);
     throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
   }
   if (all.length !== h.len + h.size) throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);

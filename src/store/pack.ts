@@ -2,13 +2,13 @@ import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } fr
 import { openRegular, readRegular } from './regular.js';
 import { basename } from 'node:path';
 import { inflateExact } from '../codec/inflate.js';
-import { GitError, corrupt } from '../errors.js';
-import type { HashAlgo } from '../hash/algo.js';
+import { GitError, corrupt, type ErrorCode } from '../errors.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
 import { releaseNow } from '../release.js';
 import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, type EntryHeader } from '../format/pack.js';
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
-import { isDelta } from '../format/object-type.js';
+import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
@@ -379,8 +379,35 @@ export class Pack {
    */
   inflate(e: RawEntry, realType = 0, into?: Buffer): Buffer {
     const data = e.raw.subarray(e.hdr.headerLen);
-    if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
-    return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen, into);
+    try {
+      if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
+      return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen, into);
+    } catch (err) {
+      throw this.namedCorruption(err, e);
+    }
+  }
+
+  private namedCorruption(err: unknown, e: RawEntry): unknown {
+    if (!(err instanceof GitError) || err.code !== 'bad-object') return err;
+    return this.corruptObject(e.offset, err.message, err.code, typeName(e.hdr.type)) ?? err;
+  }
+
+  /**
+   * git's `packed object <id> (stored in <pack>) is corrupt` (packfile.c) for the entry at `offset`,
+   * with our detail; undefined when the index cannot say which object starts there.
+   */
+  corruptObject(offset: number, message: string, code: ErrorCode, type?: string): GitError | undefined {
+    let hex: string;
+    try {
+      const j = this.positionOf(offset);
+      if (j < 0) return undefined;
+      hex = toHex(this.idx.idAt(j));
+    } catch {
+      return undefined; // the index itself is unreadable: the plain message says where
+    }
+    const detail = message.startsWith(`${this.packPath}: `) ? message.slice(this.packPath.length + 2) : message;
+    const what = type === undefined ? '' : ` (${type} entry)`;
+    return new GitError(code, `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`, { file: this.packPath, offset });
   }
 
   /**

@@ -1,8 +1,9 @@
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
 import { GitConfig } from './config.js';
+import { dubiousOwnership, ensureValidOwnership } from './ownership.js';
 
 /** A discovered repository: where its objects live and how they are named. */
 export interface Repository {
@@ -24,6 +25,12 @@ export interface DiscoverOptions {
   /** `--git-dir`, which wins over `GIT_DIR`. */
   gitDir?: string | undefined;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The effective uid: a repository found by walking up must belong to it or be named by
+   * `safe.directory` (git's ensure_valid_ownership). cli/ always gives it; without it there is
+   * no ownership check (callers that pass an explicit git dir, which git trusts too).
+   */
+  euid?: number | undefined;
 }
 
 function isDir(p: string): boolean {
@@ -31,6 +38,14 @@ function isDir(p: string): boolean {
     return statSync(p).isDirectory();
   } catch {
     return false;
+  }
+}
+
+function physical(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
   }
 }
 
@@ -69,7 +84,7 @@ function ceilings(env: NodeJS.ProcessEnv): string[] {
   return (env.GIT_CEILING_DIRECTORIES ?? '')
     .split(':')
     .filter((p) => p !== '' && isAbsolute(p))
-    .map((p) => resolve(p));
+    .map((p) => physical(resolve(p)));
 }
 
 /** Finds the repository like git's `setup_git_directory`: `--git-dir`, `GIT_DIR`, then walking up. */
@@ -86,11 +101,16 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
     workTree = env.GIT_WORK_TREE !== undefined ? resolve(opts.cwd, env.GIT_WORK_TREE) : undefined;
   } else {
     const stops = ceilings(env);
-    let d = resolve(opts.cwd);
+    // git starts from getcwd(), the physical path: safe.directory is compared against it.
+    let d = physical(resolve(opts.cwd));
+    const owned = (paths: { gitfile?: string; worktree?: string; gitdir: string }, dir: string): void => {
+      if (opts.euid !== undefined && !ensureValidOwnership(paths, { euid: opts.euid, env })) throw dubiousOwnership(dir);
+    };
     let found: string | undefined;
     for (;;) {
       const dotgit = join(d, '.git');
       if (isDir(dotgit) && isGitDirectory(dotgit, env)) {
+        owned({ worktree: d, gitdir: dotgit }, d);
         found = dotgit;
         workTree = d;
         break;
@@ -98,11 +118,13 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
       if (isFile(dotgit)) {
         const target = readGitFile(dotgit);
         if (!isGitDirectory(target, env)) throw new GitError('not-a-repository', `not a git repository: ${target}`);
+        owned({ gitfile: dotgit, worktree: d, gitdir: physical(target) }, d);
         found = target;
         workTree = d;
         break;
       }
       if (isGitDirectory(d, env)) {
+        owned({ gitdir: d }, d);
         found = d;
         break;
       }

@@ -120,6 +120,8 @@ function procState(pid: number): string | undefined {
 export interface StoppedRun {
   /** True when the run stopped at the point; false when it ended without reaching it. */
   stopped: boolean;
+  /** The CLI's pid (for a test to signal it while stopped). */
+  pid: number;
   resume(): void;
   /** Kills the run's process group (a test that gives up must not leave a stopped process). */
   kill(): void;
@@ -144,11 +146,11 @@ export async function runUntil(args: string[], cwd: string, point: string, env: 
   };
   const deadline = Date.now() + 60_000;
   while (!ended && Date.now() < deadline) {
-    if (procState(child.pid!) === 'T') return { stopped: true, resume: () => process.kill(child.pid!, 'SIGCONT'), kill, done };
+    if (procState(child.pid!) === 'T') return { stopped: true, pid: child.pid!, resume: () => process.kill(child.pid!, 'SIGCONT'), kill, done };
     await new Promise((r) => setTimeout(r, 5));
   }
   kill();
-  return { stopped: false, resume: () => undefined, kill, done };
+  return { stopped: false, pid: child.pid!, resume: () => undefined, kill, done };
 }
 
 /** The repository's object directory (absolute). */

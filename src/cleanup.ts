@@ -1,0 +1,59 @@
+import { rmSync } from 'node:fs';
+
+/**
+ * What to remove when the process dies by a signal, like the lists of git's tempfile.c and
+ * lockfile.c that its sigchain handler walks: temporary files, the fsck view, the lock we hold.
+ * Lower layers register paths here; cli/ installs the handlers (src/cli/signals.ts), removes what
+ * is registered and re-raises the signal. A run that ends normally removes its own files.
+ * The install journal is never registered: once written, the next run needs it to finish or roll
+ * back the install.
+ */
+const registered = new Set<string>();
+
+/** Removes `path` (file or directory) if the process is killed by a signal; returns it. */
+export function removeOnSignal<T extends string>(path: T): T {
+  registered.add(path);
+  return path;
+}
+
+/** `path` was renamed into place or removed: a signal must leave it alone now. */
+export function forgetOnSignal(path: string): void {
+  registered.delete(path);
+}
+
+/** A lock that is removed on a signal while held, like git's `lock_file`. */
+export function guardLock<L extends { path: string; release(): void }>(lock: L): L {
+  removeOnSignal(lock.path);
+  const release = lock.release.bind(lock);
+  lock.release = () => {
+    forgetOnSignal(lock.path);
+    release();
+  };
+  return lock;
+}
+
+/**
+ * A child (git fsck, say) died of a signal: like git's `wait_or_whine`, the run stops there; cli/
+ * then dies of the same signal when it is one it catches (the terminal sent it to us too).
+ */
+export class KilledBySignal extends Error {
+  constructor(
+    readonly command: string,
+    readonly signal: NodeJS.Signals,
+  ) {
+    super(`${command} died of signal ${signal}`);
+    this.name = 'KilledBySignal';
+  }
+}
+
+/** Removes everything registered, newest first (the lock, taken first, goes last). Best effort. */
+export function removeRegisteredPaths(): void {
+  for (const p of [...registered].reverse()) {
+    try {
+      rmSync(p, { recursive: true, force: true });
+    } catch {
+      // as git's remove_tempfiles_on_signal: nothing more can be done from here
+    }
+  }
+  registered.clear();
+}

@@ -1,0 +1,38 @@
+import { constants } from 'node:os';
+import { removeRegisteredPaths } from '../cleanup.js';
+
+/** The signals git's sigchain_push_common catches to remove its temporary files and locks. */
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGPIPE'] as const;
+type CaughtSignal = (typeof SIGNALS)[number];
+
+/**
+ * Removes what the lower layers registered (src/cleanup.ts), then dies of the same signal with
+ * its default action, as git's `remove_tempfiles_on_signal` + `sigchain_pop` + `raise` do: the
+ * caller sees 130, 143, 129 or 141 exactly as from git.
+ */
+export function dieOfSignal(sig: CaughtSignal): never {
+  removeRegisteredPaths();
+  // With no listener left, Node gives the signal back its default action (SIGPIPE too).
+  for (const s of SIGNALS) process.removeAllListeners(s);
+  process.kill(process.pid, sig);
+  process.exit(128 + constants.signals[sig]); // not reached: the signal's default action ends us
+}
+
+/** A child that died of one of our signals: we die of it too (after cleaning up). */
+export function isCaughtSignal(sig: string): sig is CaughtSignal {
+  return (SIGNALS as readonly string[]).includes(sig);
+}
+
+/**
+ * Installs the handlers for the bin entry. A closed stdout or stderr (`… | head -1`) is git's
+ * SIGPIPE: silent, exit 141, and not Node's "Error: write EPIPE" stack trace.
+ */
+export function installSignalCleanup(): void {
+  for (const sig of SIGNALS) process.on(sig, () => dieOfSignal(sig));
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') dieOfSignal('SIGPIPE');
+      throw e;
+    });
+  }
+}
