@@ -1,6 +1,6 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { GitError } from '../errors.js';
-import { toHex, type HashAlgo } from '../hash/algo.js';
+import type { HashAlgo } from '../hash/algo.js';
 import { sortIds } from '../hash/sort.js';
 import { OBJ_BLOB, OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
 import { MAX_ENTRY_HEADER, encodeEntryHeader, encodePackHeader, parseEntryHeader } from '../format/pack.js';
