@@ -187,7 +187,7 @@ async function startChangedCheck(
   // it: git's object directory for the check (empty) and, beside its pack/, the pack of changed
   // entries and git's index of it. A git index-pack orphaned by a kill then cannot leave an
   // index behind once the directory is gone.
-  const dir = makeViewDir(repo.objectsDir);
+  const dir = removeOnSignal(makeViewDir(repo.objectsDir));
   scratchDirs.push(dir);
   mkdirSync(join(dir, 'pack'), { recursive: true });
   const sub = { pack: join(dir, 'changed.pack'), idx: join(dir, 'changed.idx') };
