@@ -166,7 +166,7 @@ describe('progress like git’s', () => {
     const t = tool(['--graph-compression=0', '--progress'], { cwd: repo });
     expect(t.status).toBe(0);
     const done = t.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
-    expect(done.map((l) => l.slice(0, l.indexOf(':')))).toEqual(['Counting objects', 'Writing objects', 'Validating', 'Checking with git fsck']);
+    expect(done.map((l) => l.slice(0, l.indexOf(':')))).toEqual(['Counting objects', 'Writing objects', 'Validating', 'Checking with git index-pack']);
   });
 
   it('a warning never lands inside a progress line', () => {

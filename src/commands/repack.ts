@@ -182,7 +182,8 @@ async function startChangedCheck(
 ): Promise<void> {
   const sel = { types: reencodedTypes(x.stats), looseIds: x.loose, allWhole: x.stats.whole > 0 };
   if (sel.types.size === 0 && sel.looseIds.length === 0 && !sel.allWhole) return;
-  onProgress('checking with git index-pack', 0, 1);
+  // (Its phase is reported once, when git is done: it runs beside our own proof, whose
+  // 'validating' line would otherwise come between its start and its end.)
   // One directory, removed whole (by the next run's leftover cleaning after a kill), holds all of
   // it: git's object directory for the check (empty) and, beside its pack/, the pack of changed
   // entries and git's index of it. A git index-pack orphaned by a kill then cannot leave an
