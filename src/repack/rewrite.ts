@@ -193,7 +193,8 @@ class PartitionRewrite {
       stats.bytesOut = output.sink.offset + plan.len;
       this.releaseWriteTables();
       if (!output.writes) return { stats, written: undefined };
-      const { written, bytesOut } = await output.complete(newIndex(plan, this.outOffset, this.outCrc));
+      const { outOffset, outCrc } = this;
+      const { written, bytesOut } = await output.complete(() => newIndex(plan, outOffset, outCrc));
       stats.bytesOut = bytesOut;
       releaseNow(plan.srcPack, plan.srcIdx);
       return { stats, written };

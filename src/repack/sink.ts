@@ -16,7 +16,8 @@ export interface RewriteOutput {
   readonly sink: PackSink;
   /** False for a dry run: no index is built, `complete` is not called. */
   readonly writes: boolean;
-  complete(index: NewIndex): Promise<{ written: WrittenPack; bytesOut: number }>;
+  /** `index` is called once the pack is complete (the writer's memory gone before the index's is made). */
+  complete(index: () => NewIndex): Promise<{ written: WrittenPack; bytesOut: number }>;
 }
 
 /** The new pack's index, by id rank, and what ties ranks to the pack's order. */
@@ -93,9 +94,10 @@ export function gitPackOutput(o: { tmp: { pack: string; idx: string; rev: string
   return {
     sink,
     writes: true,
-    async complete(index) {
+    async complete(makeIndex) {
       const bytesOut = sink.offset + o.algo.len;
       const { checksum, durable, readBack } = await sink.finish();
+      const index = makeIndex();
       // Streamed: an index is 28 bytes per object (SHA-1), never held whole.
       writeChunksDurable(o.tmp.idx, (write) => emitIdxV2(index.source, checksum, o.algo, write), 0o444);
       let revPath: string | undefined;
@@ -139,7 +141,8 @@ export function zpackOutput(o: { path: string; algo: HashAlgo; count: number; zo
   return {
     sink: writer,
     writes: true,
-    complete(index) {
+    complete(makeIndex) {
+      const index = makeIndex();
       // The index's pack checksum is the hash of everything before it.
       const indexStart = writer.offset;
       const checksum = writer.checksumSoFar();
