@@ -173,6 +173,21 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     }
   });
 
+  it('refs git cannot list: fatal, exit 128, no zstd pack written without them, repository unchanged', () => {
+    const repo = useFixtureCopy('basic');
+    gitOk(['pack-refs', '--all'], { cwd: repo });
+    fs.appendFileSync(path.join(repo, '.git', 'packed-refs'), 'garbage line\n');
+    const before = objectSet(repo);
+    const packsBefore = listPacks(repo);
+    const out = path.join(os.tmpdir(), `rts-norefs-${process.pid}.zpack`);
+    const r = tool(['--zstd', '-o', out], { cwd: repo });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(/^fatal: git for-each-ref failed: fatal: unexpected line in .*packed-refs: garbage line\n$/);
+    expect(fs.existsSync(out)).toBe(false);
+    expect(listPacks(repo)).toEqual(packsBefore);
+    expect(objectSet(repo)).toEqual(before);
+  });
+
   it('without the native zstd build: a clear message, and everything else works', () => {
     // A real failed load: the built tool copied where no node_modules can be found (a machine
     // where the optional dependency did not build), not a flag that pretends.
