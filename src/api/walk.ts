@@ -1,4 +1,5 @@
-import { repositoryRefs, walkObjects, type WalkResult } from '../commands/walk.js';
+import { listRefs } from '../store/refs.js';
+import { walkObjects, type WalkResult } from '../commands/walk.js';
 import { ObjectDatabase } from '../store/odb.js';
 import type { Repository } from '../store/repo.js';
 import { apiCall, checkOptions, repositoryAt } from './common.js';
@@ -14,7 +15,7 @@ export interface WalkOptions {
 export function walkRepo(repo: Repository, options: WalkOptions = {}): WalkResult {
   const odb = ObjectDatabase.open(repo.algo, [repo.objectsDir, ...repo.alternates]);
   try {
-    return walkObjects(odb, repo.algo, repositoryRefs(repo.gitDir), { readBlobs: options.readBlobs === true });
+    return walkObjects(odb, repo.algo, listRefs(repo.gitDir, repo.env), { readBlobs: options.readBlobs === true });
   } finally {
     odb.close();
   }

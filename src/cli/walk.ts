@@ -1,6 +1,7 @@
+import { listRefs } from '../store/refs.js';
 import { resolve } from 'node:path';
 import { walkRepo } from '../api/walk.js';
-import { walkObjects, repositoryRefs, type WalkResult } from '../commands/walk.js';
+import { walkObjects, type WalkResult } from '../commands/walk.js';
 import { ObjectDatabase } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { SHA1 } from '../hash/algo.js';
@@ -40,7 +41,7 @@ export async function runWalk(args: string[], ctx: CliContext): Promise<number> 
     if (p.zpack) refs += p.zpack.refs;
   }
   try {
-    if (refs === '') refs = repositoryRefs(openRepository(ctx).gitDir);
+    if (refs === '') refs = listRefs(openRepository(ctx).gitDir, ctx.io.env);
     printWalk(walkObjects(odb, odb.algo, refs, { readBlobs: o['read-blobs'] }), o.json, ctx);
   } finally {
     odb.close();

@@ -43,11 +43,6 @@ let loadError: string | undefined;
 
 function load(): Binding | undefined {
   if (binding !== undefined || loadError !== undefined) return binding;
-  if (process.env.GIT_REPACK_TS_NO_ZSTD === '1') {
-    // as on a machine where the native build failed (tests, and users who want to check)
-    loadError = 'disabled by GIT_REPACK_TS_NO_ZSTD=1';
-    return undefined;
-  }
   try {
     const require = createRequire(import.meta.url);
     binding = require('zstd-napi/binding') as Binding;
@@ -55,6 +50,15 @@ function load(): Binding | undefined {
     loadError = (e as Error).message.split('\n')[0];
   }
   return binding;
+}
+
+/**
+ * Turns zstd off for this process, as on a machine where the native build failed (tests, and
+ * users who want to check: cli/ calls it for GIT_REPACK_TS_NO_ZSTD=1).
+ */
+export function disableZstd(why: string): void {
+  binding = undefined;
+  loadError = why;
 }
 
 /** Why zstd is not available, or undefined when it is. */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
+import type { Repository } from '../store/repo.js';
 import { listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { CACHE_VARIANTS, makeCache, type CacheVariant } from '../bench/base-cache.js';
@@ -76,12 +77,11 @@ export function cacheExperiment(
 }
 
 export async function runReaderExperiments(
-  gitDir: string,
-  algo: HashAlgo,
+  repo: Repository,
   opts: { experiments: ReaderExperimentName[]; commits: number; rounds: number; cacheBytes?: number | undefined; signal?: AbortSignal | undefined; onProgress?: ((phase: string, done: number, total: number) => void) | undefined },
 ): Promise<ReaderResults> {
   const out: ReaderResults = {};
-  const objectsDir = join(gitDir, 'objects');
+  const { gitDir, algo, objectsDir } = repo;
   if (opts.experiments.includes('lookup')) {
     const packs = listPackFiles(objectsDir);
     const largest = packs.map((f) => Pack.open(f, algo)).sort((a, b) => b.count - a.count);
@@ -90,6 +90,6 @@ export async function runReaderExperiments(
     for (const q of largest) q.close();
   }
   if (opts.experiments.includes('cache')) out.cache = cacheExperiment(gitDir, algo, { commits: opts.commits, rounds: opts.rounds, maxBytes: opts.cacheBytes, signal: opts.signal, onProgress: opts.onProgress });
-  if (opts.experiments.includes('zstd')) out.zstd = await zstdBench(gitDir, algo, Math.max(opts.rounds, 3));
+  if (opts.experiments.includes('zstd')) out.zstd = await zstdBench(repo, Math.max(opts.rounds, 3));
   return out;
 }

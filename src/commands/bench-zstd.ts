@@ -2,17 +2,17 @@ import { removeOnSignal } from '../cleanup.js';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { HashAlgo } from '../hash/algo.js';
 import { zstdUnavailable } from '../codec/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { exportZpack, DEFAULT_ZSTD_LEVEL } from './zstd.js';
-import { repositoryRefs, walkObjects } from './walk.js';
+import { walkObjects } from './walk.js';
+import { listRefs } from '../store/refs.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import type { ZstdResult } from '../bench/types.js';
 
 export type { ZstdResult } from '../bench/types.js';
 import { Pack } from '../store/pack.js';
-import { discoverRepository } from '../store/repo.js';
+import type { Repository } from '../store/repo.js';
 
 /**
  * The zstd sub-benchmark (the journal's patch 2/2): every object reachable from the refs read by
@@ -20,15 +20,15 @@ import { discoverRepository } from '../store/repo.js';
  * zlib packs, interleaved, the median of `rounds`. The zstd pack is written to a temporary
  * directory for the measurement and deleted afterwards.
  */
-export async function zstdBench(gitDir: string, algo: HashAlgo, rounds: number): Promise<ZstdResult> {
+export async function zstdBench(repo: Repository, rounds: number): Promise<ZstdResult> {
+  const algo = repo.algo;
   const why = zstdUnavailable();
   if (why !== undefined) return { available: false, reason: why };
-  const repo = discoverRepository({ cwd: gitDir, gitDir });
   const dir = removeOnSignal(mkdtempSync(join(tmpdir(), 'rts-bench-zstd-')));
   try {
     const file = join(dir, 'repo.zpack');
     await exportZpack(repo, { out: file, level: DEFAULT_ZSTD_LEVEL, dictSize: DEFAULT_DICT_SIZE, dictMethod: 'auto' });
-    const refs = repositoryRefs(repo.gitDir);
+    const refs = listRefs(repo.gitDir, repo.env);
     const zlibPacks = listPackFiles(repo.objectsDir);
     let zlibBytes = 0;
     for (const p of zlibPacks) zlibBytes += statSync(p).size;

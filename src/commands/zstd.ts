@@ -1,7 +1,8 @@
 import { listRefs } from '../store/refs.js';
+import { forcedThreads } from '../repack/pool.js';
 import { existsSync, renameSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
@@ -50,10 +51,6 @@ export interface ExportResult {
   stats: RewriteStats;
 }
 
-function refsOf(repo: Repository): string {
-  return listRefs(repo.gitDir, process.env);
-}
-
 /**
  * Samples per dictionary kind: evenly spread entries of each kind (at most SAMPLES per kind),
  * their data as stored before compression (whole objects, or delta data for deltas), at most
@@ -65,7 +62,7 @@ function sampleKinds(packs: Pack[], skip: (kind: number) => boolean = () => fals
     const scan = scanPack(p, {
       checkCrc: false,
       onProblem: (pr) => {
-        throw new GitError('bad-pack', `${pr.file}: ${pr.message} at offset ${pr.offset}`, { file: pr.file, offset: pr.offset });
+        throw corrupt('bad-pack', pr.file, pr.offset, pr.message);
       },
     });
     const { realType } = resolveChains(scan, p.order);
@@ -139,7 +136,8 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
         dryRun: false,
         tmp: { pack: tmp, idx: tmp, rev: tmp },
         writeRev: false,
-        zpack: { level: opts.level, plainTypes: opts.plainTypes, dicts, refs: refsOf(repo), promisor },
+        threads: forcedThreads(repo.env),
+        zpack: { level: opts.level, plainTypes: opts.plainTypes, dicts, refs: listRefs(repo.gitDir, repo.env), promisor },
         onProgress: opts.onProgress,
       },
     );
@@ -254,6 +252,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
         dryRun: false,
         tmp,
         writeRev: repo.config.getBool('pack.writeReverseIndex') ?? false,
+        threads: forcedThreads(repo.env),
         onProgress: opts.onProgress,
       },
     );
@@ -269,7 +268,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
         ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
       ]);
-      const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, process.env, { assumePromisor: promisor });
+      const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
     }
     if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined }, shared);

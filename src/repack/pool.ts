@@ -2,6 +2,12 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { runBatch, setBatchDicts, type BatchJob, type BatchResult } from './batch.js';
 
+/** GIT_REPACK_TS_THREADS: a forced number of worker threads (tests, benchmarks), at most 16. */
+export function forcedThreads(env: NodeJS.ProcessEnv): number | undefined {
+  const v = env.GIT_REPACK_TS_THREADS;
+  return v !== undefined && /^\d+$/.test(v) ? Math.min(Number(v), 16) : undefined;
+}
+
 /** Runs batches on worker threads (round robin), or inline when there are none. */
 export class BatchPool {
   private readonly workers: Worker[] = [];
@@ -26,9 +32,8 @@ export class BatchPool {
   }
 
   /** How many worker threads a rewrite of this many entries deserves. */
-  static threadsFor(entries: number, env: NodeJS.ProcessEnv = process.env): number {
-    const forced = env.GIT_REPACK_TS_THREADS;
-    if (forced !== undefined && /^\d+$/.test(forced)) return Math.min(Number(forced), 16);
+  static threadsFor(entries: number, forced?: number): number {
+    if (forced !== undefined) return forced;
     // Starting a worker costs ~40 ms: not worth it for a few thousand entries.
     if (entries < 20000) return 0;
     return Math.max(1, Math.min(4, availableParallelism() - 1));

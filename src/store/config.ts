@@ -15,7 +15,7 @@ export class GitConfig {
   }
 
   /** Reads the configuration seen from `gitDir` (or, without one, the global and system files only). */
-  static load(gitDir: string | undefined, env: NodeJS.ProcessEnv = process.env): GitConfig {
+  static load(gitDir: string | undefined, env: NodeJS.ProcessEnv): GitConfig {
     const childEnv: NodeJS.ProcessEnv = { ...env };
     delete childEnv.GIT_WORK_TREE;
     const args = ['config', '--list', '-z'];

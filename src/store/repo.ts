@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
 import { GitConfig } from './config.js';
-import { dubiousOwnership, ensureValidOwnership } from './ownership.js';
+import { dubiousOwnership, ensureImplicitBareAllowed, ensureValidOwnership } from './ownership.js';
 
 /** A discovered repository: where its objects live and how they are named. */
 export interface Repository {
@@ -18,13 +18,16 @@ export interface Repository {
   bare: boolean;
   algo: HashAlgo;
   config: GitConfig;
+  /** The environment the repository was found with, and that the git we run gets. */
+  env: NodeJS.ProcessEnv;
 }
 
 export interface DiscoverOptions {
   cwd: string;
   /** `--git-dir`, which wins over `GIT_DIR`. */
   gitDir?: string | undefined;
-  env?: NodeJS.ProcessEnv;
+  /** The caller's environment (cli/ passes the process's): GIT_DIR, GIT_OBJECT_DIRECTORY… */
+  env: NodeJS.ProcessEnv;
   /**
    * The effective uid: a repository found by walking up must belong to it or be named by
    * `safe.directory` (git's ensure_valid_ownership). cli/ always gives it; without it there is
@@ -89,7 +92,7 @@ function ceilings(env: NodeJS.ProcessEnv): string[] {
 
 /** Finds the repository like git's `setup_git_directory`: `--git-dir`, `GIT_DIR`, then walking up. */
 export function discoverRepository(opts: DiscoverOptions): Repository {
-  const env = opts.env ?? process.env;
+  const env = opts.env;
   const explicit = opts.gitDir ?? env.GIT_DIR;
   let gitDir: string;
   let workTree: string | undefined;
@@ -124,6 +127,7 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
         break;
       }
       if (isGitDirectory(d, env)) {
+        ensureImplicitBareAllowed(d, env);
         owned({ gitdir: d }, d);
         found = d;
         break;
@@ -153,6 +157,7 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
     bare,
     algo,
     config,
+    env,
   };
 }
 
