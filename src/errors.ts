@@ -28,6 +28,8 @@ export interface ErrorWhere {
   offset?: number | undefined;
   /** The object's id in hex. */
   objectId?: string | undefined;
+  /** What is wrong, without the place (the message names the file and offset too). */
+  detail?: string | undefined;
   cause?: unknown;
 }
 
@@ -36,6 +38,11 @@ export class GitRepackError extends Error {
   readonly file: string | undefined;
   readonly offset: number | undefined;
   readonly objectId: string | undefined;
+  /**
+   * What is wrong without where: for a reader that reports the file and offset in fields of its
+   * own (verify's problems, the rewrite's message naming the object) rather than cutting the text.
+   */
+  readonly detail: string;
 
   constructor(code: ErrorCode, message: string, where?: ErrorWhere) {
     super(message, where?.cause !== undefined ? { cause: where.cause } : undefined);
@@ -44,6 +51,7 @@ export class GitRepackError extends Error {
     this.file = where?.file;
     this.offset = where?.offset;
     this.objectId = where?.objectId;
+    this.detail = where?.detail ?? message;
   }
 }
 
@@ -52,9 +60,5 @@ export { GitRepackError as GitError };
 
 /** A format error in a pack, index or object: always names the file and offset. */
 export function corrupt(code: ErrorCode, file: string, offset: number, what: string): GitRepackError {
-  return new GitRepackError(code, `${file}: ${what} at offset ${offset}`, { file, offset });
-}
-
-export function usageError(message: string): GitRepackError {
-  return new GitRepackError('usage', message);
+  return new GitRepackError(code, `${file}: ${what} at offset ${offset}`, { file, offset, detail: what });
 }

@@ -115,7 +115,7 @@ describe('errors that name the object', () => {
       .split('\n')
       .map((l) => l.split(/\s+/))
       .find((f) => f[1] === 'commit' && Number(f[3]) > 100)!;
-    const [hex, , , packedSize, offset] = line;
+    const [hex, type, , packedSize, offset] = line;
     const pack = idx.replace(/\.idx$/, '.pack');
     fs.chmodSync(pack, 0o644);
     const bytes = fs.readFileSync(pack);
@@ -125,7 +125,7 @@ describe('errors that name the object', () => {
     const t = tool(['--graph-compression=0', '-q', '--no-fsck'], { cwd: repo });
     expect(g.stderr).toMatch(new RegExp(`fatal: packed object ${hex} \\(stored in \\S+\\.pack\\) is corrupt\n$`));
     expect(t.status).toBe(g.status);
-    expect(t.stderr).toMatch(new RegExp(`^fatal: packed object ${hex} \\(stored in ${pack.replace(/[.]/g, '\\.')}\\) is corrupt: corrupt object data \\(zlib: [^)]+\\) at offset ${offset}\n$`));
+    expect(t.stderr).toMatch(new RegExp(`^fatal: packed object ${hex} \\(stored in ${pack.replace(/[.]/g, '\\.')}\\) is corrupt: corrupt object data \\(zlib: [^)]+\\) at offset ${offset} \\(${type} entry\\)\n$`));
   });
 
   it('a corrupt loose object: its id and file, never Node’s buffer message', () => {

@@ -358,8 +358,8 @@ describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing chan
       const loose = countObjects(repo).count;
       const r = tool(['--graph-compression=0'], { cwd: repo, env: { GIT_REPACK_TS_THREADS: threads } });
       expect(r.status).toBe(128);
-      // Named as git names a corrupt packed object.
-      expect(r.stderr).toBe(`fatal: packed object ${blob.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${blob.offset}\n`);
+      // Named as git names a corrupt packed object, with the entry's type (as git verify-pack gives it).
+      expect(r.stderr).toBe(`fatal: packed object ${blob.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${blob.offset} (${blob.type} entry)\n`);
       expect(snapshot()).toEqual(before);
       expect(countObjects(repo).count).toBe(loose);
     });

@@ -6,7 +6,7 @@ import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
 import { resolveChains } from '../store/chain.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 
 export interface TypeCensus {
   type: string;
@@ -69,7 +69,7 @@ export function censusOfPack(pack: Pack): PackCensus {
   const scan = scanPack(pack, {
     checkCrc: false,
     onProblem: (p) => {
-      throw new GitError('bad-pack', `${p.file}: ${p.message} at offset ${p.offset}`, { file: p.file, offset: p.offset });
+      throw corrupt('bad-pack', p.file, p.offset, p.message);
     },
   });
   const { realType, depth } = resolveChains(scan, pack.order);

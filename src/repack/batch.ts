@@ -233,7 +233,7 @@ export function runBatch(job: BatchJob): BatchResult {
       }
     } catch (e) {
       const err = e as { message?: string; code?: string };
-      return fail(job, i, err.message ?? String(e), err.code ?? 'bad-object');
+      return fail(job, i, e instanceof GitError ? e.detail : (err.message ?? String(e)), err.code ?? 'bad-object');
     }
   }
   if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);

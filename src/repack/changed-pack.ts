@@ -1,5 +1,5 @@
 import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { sortIds } from '../hash/sort.js';
 import { OBJ_BLOB, OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
@@ -295,7 +295,7 @@ class IdReader {
   ) {
     this.fd = openSync(path, 'r');
     const head = readExactly(this.fd, path, 0, 8 + 1024);
-    if (head.readUInt32BE(0) !== 0xff744f63 || head.readUInt32BE(4) !== 2) throw new GitError('verify-failed', `${path}: not an index version 2 at offset 0`);
+    if (head.readUInt32BE(0) !== 0xff744f63 || head.readUInt32BE(4) !== 2) throw corrupt('verify-failed', path, 0, 'not an index version 2');
     this.count = head.readUInt32BE(8 + 1020);
     this.buf = Buffer.allocUnsafe(4096 * len);
   }

@@ -28,11 +28,9 @@ const BATCH_MAX = 4096;
 // stored grows 3-4 times in its output buffer (256 KiB against 512: -2.6 MiB peak, 4.40 s
 // against 4.31 s, git repack -a -d 4.52 s; 4 interleaved runs, docs/decisions.md).
 const BATCH_BYTES = 256 << 10;
-/**
- * Input and output buffers kept for the next batches (each way): two, as a batch is built while
- * the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
- * every one handed back).
- */
+// Input and output buffers kept for the next batches (each way): two, as a batch is built while
+// the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
+// every one handed back).
 const SPARE_BUFFERS = 2;
 
 export interface TypeCounts {
@@ -77,6 +75,7 @@ export interface RewriteOptions {
    * knows its other files, such as the `.rev`, need nothing either); `unchanged` says so.
    */
   skipIfUnchanged?: boolean | undefined;
+  threads?: number | undefined; // forced worker threads (`forcedThreads`); else as the work deserves
 }
 
 export interface RewriteResult {
@@ -179,7 +178,7 @@ class PartitionRewrite {
     // or a dry run counts copies it does not read.
     if (!opts.dryRun && !this.usesAuto) for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
-    const pool = new BatchPool(BatchPool.threadsFor(plan.n));
+    const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
     let output: RewriteOutput;
     try {
       output = this.openOutput(pool.threads > 0);
@@ -212,7 +211,7 @@ class PartitionRewrite {
    * the source pack is the result. Otherwise the real run starts over.
    */
   private async allKept(): Promise<boolean> {
-    const pool = new BatchPool(BatchPool.threadsFor(this.plan.n));
+    const pool = new BatchPool(BatchPool.threadsFor(this.plan.n, this.opts.threads));
     this.counting = true;
     try {
       await this.writeEntries(pool, dryRunOutput());
@@ -362,8 +361,8 @@ class PartitionRewrite {
       if (r.error) {
         const e = r.error;
         const code = e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack';
-        const detail = `${e.message.replace(`${e.file}: `, '').replace(/ at offset \d+$/, '')} at offset ${e.offset}`;
-        throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, detail, code) ?? new GitError(code, `${e.file}: ${detail}`, { file: e.file, offset: e.offset });
+        // (the batch's message names no place)
+        throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ?? corrupt(code, e.file, e.offset, e.message);
       }
       this.writeBatch(output.sink, b, r);
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);

@@ -37,7 +37,7 @@ export function readLooseFile(file: string): LooseObject {
     // git's `loose object <id> (stored in <file>) is corrupt` (object-file.c).
     if (!(e instanceof GitError) || e.code !== 'bad-object') throw e;
     const hex = basename(dirname(file)) + basename(file);
-    throw new GitError('bad-object', `loose object ${hex} (stored in ${file}) is corrupt: ${e.message.slice(file.length + 2).replace(/ at offset 0$/, '')}`, { file, offset: 0, cause: e });
+    throw new GitError('bad-object', `loose object ${hex} (stored in ${file}) is corrupt: ${e.detail}`, { file, offset: 0, objectId: hex, detail: e.detail, cause: e });
   }
 }
 

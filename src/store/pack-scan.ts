@@ -1,3 +1,4 @@
+import { scanEntries } from './pack-entries.js';
 import { crc32 } from 'node:zlib';
 import { GitError } from '../errors.js';
 import { parseEntryHeader, MAX_ENTRY_HEADER } from '../format/pack.js';
@@ -64,7 +65,7 @@ export function scanPack(
     opts.onProblem({ file, offset: pack.dataStart, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
   }
   const zstd = pack.isZpack;
-  pack.scan((j, off, raw) => {
+  scanEntries(pack, (j, off, raw) => {
     if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
     if (checkCrc) {
       const c = crc32(raw);
@@ -78,7 +79,7 @@ export function scanPack(
       h = parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), pack.algo.len, file, off);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
-      opts.onProblem({ file, offset: off, message: e.message.replace(`${file}: `, '').replace(/ at offset \d+$/, '') });
+      opts.onProblem({ file, offset: off, message: e.detail });
       return;
     }
     // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is

@@ -27,7 +27,7 @@ const SCRATCH = 1 << 20;
  * buffer left for the GC is small (nothing forces a collection: see docs/decisions.md, "No
  * forced GC").
  */
-const SEQUENTIAL_CHUNK = 1 << 20;
+export const SEQUENTIAL_CHUNK = 1 << 20;
 
 /**
  * A `.pack` and its `.idx` (and `.rev` when present). The pack is read with positioned reads of
@@ -126,7 +126,7 @@ export class Pack {
         if (z.algo.name !== algo.name) {
           const name = z.algo.name;
           z.close();
-          throw new GitError('bad-pack', `${packPath}: zstd pack of ${name} objects, not ${algo.name}`, { file: packPath, offset: 12 });
+          throw corrupt('bad-pack', packPath, 12, `zstd pack of ${name} objects, not ${algo.name}`);
         }
         return z;
       }
@@ -139,7 +139,7 @@ export class Pack {
       throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, { file: idxPath });
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
-    const fd = openForReading(packPath);
+    const fd = openRegular(packPath);
     try {
       const size = fstatSync(fd).size;
       const head = Buffer.alloc(PACK_HEADER_SIZE);
@@ -164,7 +164,7 @@ export class Pack {
 
   /** The zstd pack at `path`, or undefined when the file does not start with its signature. */
   static tryZpack(path: string): Pack | undefined {
-    const fd = openForReading(path);
+    const fd = openRegular(path);
     try {
       const head = Buffer.alloc(4);
       readSync(fd, head, 0, 4, 0);
@@ -389,14 +389,15 @@ export class Pack {
 
   private namedCorruption(err: unknown, e: RawEntry): unknown {
     if (!(err instanceof GitError) || err.code !== 'bad-object') return err;
-    return this.corruptObject(e.offset, err.message, err.code, typeName(e.hdr.type)) ?? err;
+    return this.corruptObject(e.offset, err.offset === undefined ? err.detail : `${err.detail} at offset ${err.offset}`, err.code, typeName(e.hdr.type)) ?? err;
   }
 
   /**
    * git's `packed object <id> (stored in <pack>) is corrupt` (packfile.c) for the entry at `offset`,
-   * with our detail; undefined when the index cannot say which object starts there.
+   * with our detail and the entry's type (read from its header when not given); undefined when
+   * the index cannot say which object starts there.
    */
-  corruptObject(offset: number, message: string, code: ErrorCode, type?: string): GitError | undefined {
+  corruptObject(offset: number, detail: string, code: ErrorCode, type?: string): GitError | undefined {
     let hex: string;
     try {
       const j = this.positionOf(offset);
@@ -405,9 +406,13 @@ export class Pack {
     } catch {
       return undefined; // the index itself is unreadable: the plain message says where
     }
-    const detail = message.startsWith(`${this.packPath}: `) ? message.slice(this.packPath.length + 2) : message;
+    try {
+      type ??= typeName(this.entryAt(offset, this.endOf(offset)).hdr.type);
+    } catch {
+      // a header too damaged to name a type: the message goes without it
+    }
     const what = type === undefined ? '' : ` (${type} entry)`;
-    return new GitError(code, `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`, { file: this.packPath, offset });
+    return new GitError(code, `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`, { file: this.packPath, offset, objectId: hex, detail });
   }
 
   /**
@@ -429,50 +434,6 @@ export class Pack {
   /** The dictionaries of a zstd pack, for threads that decompress its entries. */
   get zstdDicts(): { dicts: Buffer[]; dictOfKind: number[] } {
     return { dicts: (this.zpack?.dicts ?? []).map((d) => d.data), dictOfKind: this.dictOfKind };
-  }
-
-  /**
-   * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
-   * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
-   * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
-   * once and in order (for hashing the pack in the same pass).
-   */
-  scan(visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = SEQUENTIAL_CHUNK, onBytes?: (bytes: Buffer) => void): void {
-    const order = this.order;
-    const offs = this.idx.offsets;
-    let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(this.dataEnd, 1)));
-    let chunkStart = 0;
-    let chunkLen = 0;
-    let fed = this.dataStart;
-    for (let i = 0; i < order.length; i++) {
-      const j = order[i]!;
-      const off = offs[j]!;
-      const end = i + 1 < order.length ? offs[order[i + 1]!]! : this.dataEnd;
-      const len = end - off;
-      if (off < this.dataStart || len <= 0 || end > this.dataEnd) {
-        throw corrupt('bad-pack', this.packPath, off, 'entry offset out of range');
-      }
-      if (len > chunkSize) {
-        const big = this.read(off, len);
-        if (onBytes && off === fed) {
-          onBytes(big);
-          fed = end;
-        }
-        visit(j, off, big);
-        continue;
-      }
-      if (off < chunkStart || end > chunkStart + chunkLen) {
-        chunkStart = off;
-        chunkLen = Math.min(chunkSize, this.dataEnd - off);
-        if (chunk.length < chunkLen) chunk = Buffer.allocUnsafe(chunkLen);
-        this.read(off, chunkLen, chunk.subarray(0, chunkLen));
-        if (onBytes && fed >= chunkStart && fed < chunkStart + chunkLen) {
-          onBytes(chunk.subarray(fed - chunkStart, chunkLen));
-          fed = chunkStart + chunkLen;
-        }
-      }
-      visit(j, off, chunk.subarray(off - chunkStart, end - chunkStart));
-    }
   }
 
   /** Hashes the pack up to its trailer in chunks and compares with the trailer. */
@@ -505,6 +466,3 @@ export class Pack {
     return j < 0 ? -1 : this.idx.offsets[j]!;
   }
 }
-
-/** A regular file only: a FIFO named like a pack would block an open or a read until killed. */
-const openForReading = openRegular;
