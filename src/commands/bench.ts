@@ -6,11 +6,11 @@ import { makePrivateCopy, dirBytes } from '../bench/copy.js';
 import { coldSupport, evict, probeColdRead } from '../bench/cold.js';
 import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit, spread, timeGit, warmFiles, type RunTime } from '../bench/timing.js';
 import type { Scenario } from '../bench/scenarios.js';
-import type { BenchCommand, BenchResult, Cell } from '../bench/types.js';
+import type { BenchCommand, BenchResult, Cell, ScenarioResult } from '../bench/types.js';
 import { runReaderExperiments, type ReaderExperimentName } from './bench-reader.js';
 import { removeOnSignal } from '../cleanup.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
-import { listPacks } from '../store/packdir.js';
+import { listPacks, type PackInfo } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
 import { repack, type RepackResult } from './repack.js';
@@ -104,6 +104,134 @@ function cellOf(times: RunTime[], none: RunTime[] | undefined, clock: 'wall' | '
   return { median: median(runs), runs, wall: times.map((t) => t.wall), cpu: times.map((t) => t.cpu), vsNone: ratios.length ? median(ratios) - 1 : 0, spread: spread(runs) };
 }
 
+/** Objects in the repository: every pack's count and every loose object. */
+function countObjects(repo: Repository, infos: PackInfo[]): number {
+  let objects = listLoose(repo.objectsDir, repo.algo).length;
+  for (const p of infos) {
+    const pk = Pack.open(p.base + '.pack', repo.algo);
+    objects += pk.count;
+    pk.close();
+  }
+  return objects;
+}
+
+/** A scenario's private copy: where it is, the files a walk reads, and the copy as a repository. */
+interface ScenarioCopy {
+  gitDir: string;
+  files: string[];
+  repo: Repository;
+}
+
+function seconds(since: number): number {
+  return (performance.now() - since) / 1000;
+}
+
+/** Setup of one scenario (never timed): a private copy, rewritten by us, with a commit-graph. */
+async function buildScenario(repo: Repository, sc: Scenario, workDir: string, env: NodeJS.ProcessEnv, opts: BenchOptions): Promise<{ row: ScenarioResult; copy: ScenarioCopy }> {
+  const t0 = performance.now();
+  const copy = makePrivateCopy(repo, join(workDir, sc.name.replace(/[^a-z0-9.-]/gi, '_')));
+  const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env });
+  const run = (dryRun: boolean): Promise<RepackResult> =>
+    repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
+  const r = await run(false);
+  let rerun: number | undefined;
+  if (Object.values(sc.levels).includes('auto')) {
+    // The rule must be stable: the same settings again re-encode nothing.
+    const again = await run(true);
+    rerun = again.partitions.reduce((a, p) => a + p.stats.reencoded.commit + p.stats.reencoded.tree + p.stats.reencoded.blob + p.stats.reencoded.tag, 0);
+  }
+  runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);
+  const setupSeconds = seconds(t0);
+  const packs = listPacks(copyRepo.objectsDir).map((p) => {
+    const pk = Pack.open(p.base + '.pack', repo.algo);
+    const v = { name: p.name, bytes: pk.size, objects: pk.count };
+    pk.close();
+    return v;
+  });
+  let commitGraphBytes = 0;
+  try {
+    commitGraphBytes = statSync(join(copyRepo.objectsDir, 'info', 'commit-graph')).size;
+  } catch {
+    commitGraphBytes = 0;
+  }
+  const reencoded = { commit: 0, tree: 0, blob: 0, tag: 0 };
+  for (const p of r.partitions) for (const k of ['commit', 'tree', 'blob', 'tag'] as const) reencoded[k] += p.stats.reencoded[k];
+  const row: ScenarioResult = {
+    name: sc.name,
+    description: sc.description,
+    levels: { commit: sc.levels[1], tree: sc.levels[2], blob: sc.levels[3], tag: sc.levels[4] },
+    packBytes: packs.reduce((a, p) => a + p.bytes, 0),
+    objectDirBytes: dirBytes(copyRepo.objectsDir) - commitGraphBytes,
+    commitGraphBytes,
+    packs,
+    reencoded,
+    setupSeconds,
+    rerunReencodes: rerun,
+    warm: {},
+    cold: {},
+    copy: opts.keep ? copy.gitDir : undefined,
+  };
+  return { row, copy: { gitDir: copy.gitDir, files: filesToWarmAndEvict(copy.gitDir), repo: copyRepo } };
+}
+
+/** Cold runs happen only when page-cache eviction can be done and checked on this copy. */
+function coldAvailable(copy: ScenarioCopy): BenchResult['cold'] {
+  const s = coldSupport();
+  if (!s.available) return { requested: true, available: false, reason: s.reason };
+  const probe = evict(copy.files);
+  if (probe.failed.length > 0) return { requested: true, available: false, reason: `page-cache eviction did not work (pages stayed resident in ${probe.failed[0]})` };
+  return { requested: true, available: true, reason: s.reason, rereadMBps: probeColdRead(copy.files, warmFiles) };
+}
+
+/**
+ * Timing, interleaved: for each round, for each command, every scenario in turn. Short commands
+ * are first calibrated (untimed, also a warm-up) and batched so that a run outlasts the clock's
+ * resolution. Fills each scenario's warm (and cold) cells.
+ */
+function timeScenarios(result: BenchResult, commands: BenchCommand[], copies: ScenarioCopy[], coldOn: boolean, env: NodeJS.ProcessEnv, opts: BenchOptions): void {
+  const nS = copies.length;
+  const gitArgs = (c: BenchCommand): string[] => ['-c', `core.commitGraph=${c.commitGraph}`, ...c.args];
+  warmFiles(copies.flatMap((c) => c.files));
+  const repeats = commands.map((c, ci) => {
+    const once = timeGit(copies[0]!.gitDir, gitArgs(c), env);
+    const k = repeatFor(opts.clock === 'cpu' && once.cpu > 0.05 ? once.cpu : once.wall, opts.minRunSeconds ?? MIN_RUN_SECONDS);
+    result.commands[ci]!.repeat = k;
+    return k;
+  });
+  const warmRuns = commands.map(() => copies.map(() => [] as RunTime[]));
+  const coldRuns = commands.map(() => copies.map(() => [] as RunTime[]));
+  const totalRuns = opts.runs * commands.length * nS * (coldOn ? 2 : 1);
+  let done = 0;
+  const each = (f: (c: BenchCommand, ci: number, si: number) => void): void => {
+    for (const [ci, c] of commands.entries()) {
+      for (let si = 0; si < nS; si++) {
+        opts.signal?.throwIfAborted();
+        f(c, ci, si);
+        opts.onProgress?.('timing', ++done, totalRuns);
+      }
+    }
+  };
+  for (let round = 0; round < opts.runs; round++) {
+    if (coldOn) {
+      each((c, ci, si) => {
+        const ev = evict(copies[si]!.files);
+        if (ev.failed.length > 0) throw new GitError('io', `page-cache eviction stopped working (pages stayed resident in ${ev.failed[0]}); cold numbers would be warm ones`);
+        coldRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env));
+      });
+      warmFiles(copies.flatMap((c) => c.files));
+    }
+    each((c, ci, si) => warmRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env, repeats[ci])));
+  }
+  for (const [ci, c] of commands.entries()) {
+    for (let si = 0; si < nS; si++) {
+      const sr = result.scenarios[si]!;
+      sr.warm[c.id] = cellOf(warmRuns[ci]![si]!, si === 0 ? undefined : warmRuns[ci]![0]!, opts.clock);
+      // Cold runs are about waiting for the disk: wall-clock, whatever the clock of the warm ones.
+      if (coldOn) sr.cold[c.id] = cellOf(coldRuns[ci]![si]!, si === 0 ? undefined : coldRuns[ci]![0]!, 'wall');
+    }
+  }
+}
+
 /**
  * `git repack-ts bench`: builds each scenario in a private copy of the repository with our
  * rewriter, then times stock git's walks on every copy, interleaved (round by round, each command
@@ -112,18 +240,12 @@ function cellOf(times: RunTime[], none: RunTime[] | undefined, clock: 'wall' | '
  * only read.
  */
 export async function bench(repo: Repository, opts: BenchOptions): Promise<BenchResult> {
-  const started = process.hrtime.bigint();
+  const started = performance.now();
   const env = benchGitEnv(opts.env);
-  const version = gitVersion(env);
   const progress = opts.onProgress;
   const infos = listPacks(repo.objectsDir);
   const promisor = infos.some((p) => p.promisor);
-  let objects = listLoose(repo.objectsDir, repo.algo).length;
-  for (const p of infos) {
-    const pk = Pack.open(p.base + '.pack', repo.algo);
-    objects += pk.count;
-    pk.close();
-  }
+  const objects = countObjects(repo, infos);
   if (objects === 0) throw new GitError('missing-object', `nothing to benchmark: ${repo.gitDir} has no objects`);
   const commands = benchCommands(opts.commands, { logN: opts.logN, promisor });
   if (opts.clock === 'cpu' && childrenCpuSeconds() === undefined) throw new GitError('unsupported', '--clock=cpu needs /proc/self/stat (Linux)');
@@ -131,7 +253,7 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
   if (!opts.keep) removeOnSignal(workDir);
   const result: BenchResult = {
     repository: repo.gitDir,
-    gitVersion: version,
+    gitVersion: gitVersion(env),
     objects,
     promisor,
     runs: opts.runs,
@@ -144,131 +266,29 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
     kept: opts.keep,
     seconds: 0,
   };
-  const copies: { gitDir: string; files: string[] }[] = [];
   try {
-    // Setup: one private copy per scenario, rewritten by us, with a commit-graph.
+    const copies: ScenarioCopy[] = [];
     for (const [i, sc] of opts.scenarios.entries()) {
       opts.signal?.throwIfAborted();
       progress?.('building scenarios', i, opts.scenarios.length);
-      const t0 = process.hrtime.bigint();
-      const copy = makePrivateCopy(repo, join(workDir, sc.name.replace(/[^a-z0-9.-]/gi, '_')));
-      const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env });
-      const run = (dryRun: boolean): Promise<RepackResult> =>
-        repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
-      const r = await run(false);
-      let rerun: number | undefined;
-      if (Object.values(sc.levels).includes('auto')) {
-        // The rule must be stable: the same settings again re-encode nothing.
-        const again = await run(true);
-        rerun = again.partitions.reduce((a, p) => a + p.stats.reencoded.commit + p.stats.reencoded.tree + p.stats.reencoded.blob + p.stats.reencoded.tag, 0);
-      }
-      runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);
-      const setupSeconds = Number(process.hrtime.bigint() - t0) / 1e9;
-      const packs = listPacks(join(copy.gitDir, 'objects')).map((p) => {
-        const pk = Pack.open(p.base + '.pack', repo.algo);
-        const v = { name: p.name, bytes: pk.size, objects: pk.count };
-        pk.close();
-        return v;
-      });
-      const cgFile = join(copy.gitDir, 'objects', 'info', 'commit-graph');
-      let commitGraphBytes = 0;
-      try {
-        commitGraphBytes = statSync(cgFile).size;
-      } catch {
-        commitGraphBytes = 0;
-      }
-      const reencoded = { commit: 0, tree: 0, blob: 0, tag: 0 };
-      for (const p of r.partitions) for (const k of ['commit', 'tree', 'blob', 'tag'] as const) reencoded[k] += p.stats.reencoded[k];
-      result.scenarios.push({
-        name: sc.name,
-        description: sc.description,
-        levels: { commit: sc.levels[1], tree: sc.levels[2], blob: sc.levels[3], tag: sc.levels[4] },
-        packBytes: packs.reduce((a, p) => a + p.bytes, 0),
-        objectDirBytes: dirBytes(join(copy.gitDir, 'objects')) - commitGraphBytes,
-        commitGraphBytes,
-        packs,
-        reencoded,
-        setupSeconds,
-        rerunReencodes: rerun,
-        warm: {},
-        cold: {},
-        copy: opts.keep ? copy.gitDir : undefined,
-      });
-      copies.push({ gitDir: copy.gitDir, files: filesToWarmAndEvict(copy.gitDir) });
+      const { row, copy } = await buildScenario(repo, sc, workDir, env, opts);
+      result.scenarios.push(row);
+      copies.push(copy);
     }
     progress?.('building scenarios', opts.scenarios.length, opts.scenarios.length);
-
-    // Cold: only when eviction can be done and checked.
-    let coldOn = false;
     if (opts.cold) {
-      const s = coldSupport();
-      if (s.available) {
-        const probe = evict(copies[0]!.files);
-        if (probe.failed.length === 0) {
-          coldOn = true;
-          result.cold = { requested: true, available: true, reason: s.reason, rereadMBps: probeColdRead(copies[0]!.files, warmFiles) };
-        } else {
-          result.cold = { requested: true, available: false, reason: `page-cache eviction did not work (pages stayed resident in ${probe.failed[0]})` };
-        }
-      } else result.cold = { requested: true, available: false, reason: s.reason };
-      if (!coldOn) opts.onWarning?.(`cold numbers are unavailable: ${result.cold.reason}`);
+      result.cold = coldAvailable(copies[0]!);
+      if (!result.cold.available) opts.onWarning?.(`cold numbers are unavailable: ${result.cold.reason}`);
     }
-
-    // Timing, interleaved: for each round, for each command, every scenario in turn.
-    const nS = copies.length;
-    // Calibration (untimed, also a warm-up): short commands are batched so that a run lasts long
-    // enough for the clock's resolution.
-    warmFiles(copies.flatMap((c) => c.files));
-    const repeats = commands.map((c, ci) => {
-      const once = timeGit(copies[0]!.gitDir, ['-c', `core.commitGraph=${c.commitGraph}`, ...c.args], env);
-      const k = repeatFor(opts.clock === 'cpu' && once.cpu > 0.05 ? once.cpu : once.wall, opts.minRunSeconds ?? MIN_RUN_SECONDS);
-      result.commands[ci]!.repeat = k;
-      return k;
-    });
-    const warmRuns = commands.map(() => copies.map(() => [] as RunTime[]));
-    const coldRuns = commands.map(() => copies.map(() => [] as RunTime[]));
-    const totalRuns = opts.runs * commands.length * nS * (coldOn ? 2 : 1);
-    let done = 0;
-    for (let round = 0; round < opts.runs; round++) {
-      if (coldOn) {
-        for (const [ci, c] of commands.entries()) {
-          for (let si = 0; si < nS; si++) {
-            opts.signal?.throwIfAborted();
-            const ev = evict(copies[si]!.files);
-            if (ev.failed.length > 0) {
-              throw new GitError('io', `page-cache eviction stopped working (pages stayed resident in ${ev.failed[0]}); cold numbers would be warm ones`);
-            }
-            coldRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, ['-c', `core.commitGraph=${c.commitGraph}`, ...c.args], env));
-            progress?.('timing', ++done, totalRuns);
-          }
-        }
-      }
-      if (coldOn) warmFiles(copies.flatMap((c) => c.files));
-      for (const [ci, c] of commands.entries()) {
-        for (let si = 0; si < nS; si++) {
-          opts.signal?.throwIfAborted();
-          warmRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, ['-c', `core.commitGraph=${c.commitGraph}`, ...c.args], env, repeats[ci]));
-          progress?.('timing', ++done, totalRuns);
-        }
-      }
-    }
-    for (const [ci, c] of commands.entries()) {
-      for (let si = 0; si < nS; si++) {
-        const sr = result.scenarios[si]!;
-        sr.warm[c.id] = cellOf(warmRuns[ci]![si]!, si === 0 ? undefined : warmRuns[ci]![0]!, opts.clock);
-        // Cold runs are about waiting for the disk: wall-clock, whatever the clock of the warm ones.
-        if (coldOn) sr.cold[c.id] = cellOf(coldRuns[ci]![si]!, si === 0 ? undefined : coldRuns[ci]![0]!, 'wall');
-      }
-    }
-
+    timeScenarios(result, commands, copies, result.cold.available, env, opts);
     if (opts.reader.length > 0) {
       progress?.('reader experiments', 0, 1);
-      result.reader = await runReaderExperiments(copies[0]!.gitDir, repo.algo, { experiments: opts.reader, commits: opts.readerCommits, rounds: opts.readerRounds ?? 3, cacheBytes: opts.readerCacheBytes, signal: opts.signal, onProgress: progress });
+      result.reader = await runReaderExperiments(copies[0]!.repo, { experiments: opts.reader, commits: opts.readerCommits, rounds: opts.readerRounds ?? 3, cacheBytes: opts.readerCacheBytes, signal: opts.signal, onProgress: progress });
       progress?.('reader experiments', 1, 1);
     }
   } finally {
     if (!opts.keep) rmSync(workDir, { recursive: true, force: true });
   }
-  result.seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  result.seconds = seconds(started);
   return result;
 }

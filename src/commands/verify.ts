@@ -40,6 +40,8 @@ const MAX_REPORTED = 50;
 
 /** The resolution stack's memory: the objects of the chain being resolved, one frame each. */
 const ARENA_BYTES = 16 << 20;
+/** Room for an object's header in front of it. */
+const H = OBJECT_HEADER_ROOM;
 
 /**
  * Verifies one pack like `git verify-pack` / `git index-pack --verify`: trailer checksums of pack
@@ -57,7 +59,7 @@ export async function verifyPack(packPath: string, idxPath: string, algo: HashAl
     pack = Pack.open(packPath, algo, idxPath);
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
-    problem({ file: e.file ?? packPath, offset: e.offset ?? 0, message: stripWhere(e) });
+    problem({ file: e.file ?? packPath, offset: e.offset ?? 0, message: e.detail });
     return result;
   }
   try {
@@ -69,27 +71,47 @@ export async function verifyPack(packPath: string, idxPath: string, algo: HashAl
   return result;
 }
 
-function stripWhere(e: GitError): string {
-  let m = e.message;
-  if (e.file !== undefined && m.startsWith(`${e.file}: `)) m = m.slice(e.file.length + 2);
-  return m.replace(/ at offset \d+$/, '');
+async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): Promise<void> {
+  result.objects = pack.count;
+  const offsetsOk = checkIndex(pack, problem);
+  // The pack's own trailer.
+  const sum = pack.checksumOk();
+  if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(pack.idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
+  if (pack.revPath !== undefined) checkRev(pack, pack.revPath, problem);
+  // Entries: headers, CRCs, bases (not when the idx cannot say where they are).
+  if (!offsetsOk) return;
+  const n = pack.count;
+  opts.onProgress?.('indexing objects', 0, n);
+  let scan: PackScan;
+  try {
+    scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+  } catch (e) {
+    if (!(e instanceof GitError)) throw e;
+    problem({ file: e.file ?? pack.packPath, offset: e.offset ?? 0, message: e.detail });
+    return;
+  }
+  opts.onProgress?.('indexing objects', n, n);
+  opts.signal?.throwIfAborted();
+  const r = new BaseFirstResolver(pack, scan, opts, problem);
+  await r.resolveAll();
+  r.reportUnresolved();
+  showPackInfo(pack, scan, r, opts, result);
 }
 
-async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): Promise<void> {
+/**
+ * The idx: its own checksum, ids strictly increasing, fanout consistent with them, offsets inside
+ * the data and one entry each (the entries must tile [12, trailer) exactly). Returns whether the
+ * offsets can be trusted to find the entries.
+ */
+function checkIndex(pack: Pack, problem: (p: ScanProblem) => void): boolean {
   const { idx, algo } = pack;
   const n = pack.count;
-  result.objects = n;
   const len = algo.len;
-
-  // The idx: its own checksum, ids strictly increasing, fanout consistent with them.
   if (pack.isZpack) {
     // A zstd pack: its index is the idx's raw bytes inside it; the file has a trailer of its own.
     if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.packPath, offset: pack.dataEnd + idx.raw.length - len, message: 'index checksum mismatch' });
     if (!pack.trailerOk()) problem({ file: pack.packPath, offset: pack.size - len, message: 'zstd pack trailer checksum mismatch' });
-  } else {
-    const idxBuf = idx.raw;
-    if (!idxChecksumOk(idxBuf, algo)) problem({ file: pack.idxPath, offset: idxBuf.length - len, message: 'index checksum mismatch' });
-  }
+  } else if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.idxPath, offset: idx.raw.length - len, message: 'index checksum mismatch' });
   const unsorted = firstUnsortedId(idx);
   if (unsorted >= 0) problem({ file: pack.idxPath, offset: idOffsetInFile(idx, unsorted), message: `object ids out of order at index position ${unsorted}` });
   for (let b = 0, i = 0; b < 256; b++) {
@@ -99,140 +121,158 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
       break;
     }
   }
-  // Offsets: inside the data, one entry each; the entries must tile [12, trailer) exactly.
-  let offsetsOk = true;
+  if (n === 0 && pack.dataEnd !== pack.dataStart) problem({ file: pack.packPath, offset: pack.dataStart, message: `pack declares no objects but has ${pack.dataEnd - pack.dataStart} bytes of data` });
   for (let i = 0; i < n; i++) {
     const off = pack.offsetAtRank(i);
-    if (off < pack.dataStart || off >= pack.dataEnd || (i > 0 && off === pack.offsetAtRank(i - 1))) {
+    const outside = off < pack.dataStart || off >= pack.dataEnd;
+    if (outside || (i > 0 && off === pack.offsetAtRank(i - 1))) {
       const j = pack.order[i]!;
-      const why = off < pack.dataStart || off >= pack.dataEnd ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
+      const why = outside ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
       problem({ file: pack.idxPath, offset: offsetOffsetInFile(idx, j), message: why });
-      offsetsOk = false;
-      break;
+      return false;
     }
   }
-  if (n === 0 && pack.dataEnd !== pack.dataStart) problem({ file: pack.packPath, offset: pack.dataStart, message: `pack declares no objects but has ${pack.dataEnd - pack.dataStart} bytes of data` });
+  return true;
+}
 
-  // The pack's own trailer.
-  const sum = pack.checksumOk();
-  if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
-
-  // The .rev, when there is one, must describe this pack's order.
-  if (pack.revPath !== undefined) {
-    const revPath = pack.revPath;
-    try {
-      const buf = readFileSync(revPath);
-      const order = parseRev(buf, n, algo, revPath);
-      const want = pack.order;
-      for (let i = 0; i < n; i++) {
-        if (order[i] !== want[i]) {
-          problem({ file: revPath, offset: 12 + 4 * i, message: 'reverse index does not match pack order' });
-          break;
-        }
-      }
-      if (!idxChecksumOk(buf, algo)) problem({ file: revPath, offset: buf.length - len, message: 'reverse-index checksum mismatch' });
-      if (!buf.subarray(buf.length - 2 * len, buf.length - len).equals(idx.packChecksum)) {
-        problem({ file: revPath, offset: buf.length - 2 * len, message: 'reverse index belongs to another pack' });
-      }
-    } catch (e) {
-      if (!(e instanceof GitError)) throw e;
-      problem({ file: e.file ?? revPath, offset: e.offset ?? 0, message: stripWhere(e) });
-    }
-  }
-
-  // Entries: headers, CRCs, bases (not when the idx cannot say where they are).
-  if (!offsetsOk) return;
-  opts.onProgress?.('indexing objects', 0, n);
-  let scan: PackScan;
+/** The .rev, when there is one, must describe this pack's order. */
+function checkRev(pack: Pack, revPath: string, problem: (p: ScanProblem) => void): void {
+  const { algo, idx } = pack;
+  const n = pack.count;
+  const len = algo.len;
   try {
-    scan = scanPack(pack, { checkCrc: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+    const buf = readFileSync(revPath);
+    const order = parseRev(buf, n, algo, revPath);
+    const want = pack.order;
+    for (let i = 0; i < n; i++) {
+      if (order[i] !== want[i]) {
+        problem({ file: revPath, offset: 12 + 4 * i, message: 'reverse index does not match pack order' });
+        break;
+      }
+    }
+    if (!idxChecksumOk(buf, algo)) problem({ file: revPath, offset: buf.length - len, message: 'reverse-index checksum mismatch' });
+    if (!buf.subarray(buf.length - 2 * len, buf.length - len).equals(idx.packChecksum)) {
+      problem({ file: revPath, offset: buf.length - 2 * len, message: 'reverse index belongs to another pack' });
+    }
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
-    problem({ file: e.file ?? pack.packPath, offset: e.offset ?? 0, message: stripWhere(e) });
-    return;
+    problem({ file: e.file ?? revPath, offset: e.offset ?? 0, message: e.detail });
   }
-  opts.onProgress?.('indexing objects', n, n);
-  opts.signal?.throwIfAborted();
+}
 
-  // Objects: inflate, resolve and re-hash, base first.
-  const depth = new Uint16Array(n);
-  const realType = new Uint8Array(n);
-  const done = new Uint8Array(n);
-  const { start, list } = childrenOf(scan.parent, pack.order);
-  const order = pack.order;
-  let deltas = 0;
-  for (let j = 0; j < n; j++) if (scan.parent[j] !== NO_PARENT) deltas++;
-  let resolved = 0;
-  // Every object lives in the arena with room for its header in front, so that one digest call
-  // hashes it; a delta is inflated into `deltaBuf`, which is reused.
-  const arena = new StackArena(ARENA_BYTES);
-  let deltaBuf = Buffer.allocUnsafeSlow(1 << 16);
-  const H = OBJECT_HEADER_ROOM;
-  const checkId = (j: number, type: number, block: Buffer, size: number): void => {
-    const from = putObjectHeader(block, H, typeName(type), size);
-    const id = algo.digest(block.subarray(from, H + size));
-    if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
-      problem({ file: pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
-    }
-  };
-  const load = (j: number, realType: number, into: Buffer): Buffer | undefined => {
-    try {
-      return pack.inflate(pack.entry(j), realType, into);
-    } catch (e) {
-      if (!(e instanceof GitError)) throw e;
-      problem({ file: pack.packPath, offset: e.offset ?? idx.offsets[j]!, message: stripWhere(e) });
-      return undefined;
-    }
-  };
-  interface Frame {
-    j: number;
-    data: Buffer;
-    next: number;
-    /** The arena's top before this frame's object. */
-    mark: number;
+interface Frame {
+  j: number;
+  data: Buffer;
+  next: number;
+  /** The arena's top before this frame's object. */
+  mark: number;
+}
+
+/**
+ * Objects inflated, resolved and re-hashed base first, as git index-pack's `resolve_deltas`: from
+ * each non-delta base down its children with an explicit stack. Every object lives in an arena
+ * with room for its header in front, so that one digest call hashes it; a delta is inflated into
+ * `deltaBuf`, which is reused.
+ */
+class BaseFirstResolver {
+  readonly depth: Uint16Array;
+  readonly realType: Uint8Array;
+  private readonly done: Uint8Array;
+  private readonly start: Int32Array;
+  private readonly list: Int32Array;
+  private readonly arena = new StackArena(ARENA_BYTES);
+  private deltaBuf = Buffer.allocUnsafeSlow(1 << 16);
+  private readonly deltas: number;
+  private resolved = 0;
+
+  constructor(
+    private readonly pack: Pack,
+    private readonly scan: PackScan,
+    private readonly opts: VerifyOptions,
+    private readonly problem: (p: ScanProblem) => void,
+  ) {
+    const n = pack.count;
+    this.depth = new Uint16Array(n);
+    this.realType = new Uint8Array(n);
+    this.done = new Uint8Array(n);
+    ({ start: this.start, list: this.list } = childrenOf(scan.parent, pack.order));
+    let deltas = 0;
+    for (let j = 0; j < n; j++) if (scan.parent[j] !== NO_PARENT) deltas++;
+    this.deltas = deltas;
   }
-  const bigFile = opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD;
-  for (let i = 0; i < n; i++) {
-    const root = order[i]!;
-    if (scan.parent[root] !== NO_PARENT) continue;
-    if (!pack.isZpack && scan.size[root]! >= bigFile && start[root + 1] === start[root]) {
+
+  async resolveAll(): Promise<void> {
+    const { pack, scan } = this;
+    const bigFile = this.opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD;
+    for (let i = 0; i < pack.count; i++) {
+      const root = pack.order[i]!;
+      if (scan.parent[root] !== NO_PARENT) continue;
+      this.done[root] = 1;
+      this.realType[root] = scan.type[root]!;
       // A big object nothing is a delta of: hashed while it streams out of zlib (git does the
       // same above core.bigFileThreshold), so memory does not grow with its size.
-      done[root] = 1;
-      realType[root] = scan.type[root]!;
-      const h = algo.create();
-      h.update(objectHeader(typeName(scan.type[root]!), scan.size[root]!));
-      const off = idx.offsets[root]!;
-      try {
-        await inflateEntryStreaming(pack, off + scan.headerLen[root]!, pack.end(root), scan.size[root]!, h);
-        const id = h.digest();
-        if (id.compare(idx.ids, root * len, (root + 1) * len) !== 0) {
-          problem({ file: pack.packPath, offset: off, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, root * len, len)}` });
-        }
-      } catch (e) {
-        if (!(e instanceof GitError)) throw e;
-        problem({ file: pack.packPath, offset: e.offset ?? off, message: stripWhere(e) });
-      }
-      continue;
+      if (!pack.isZpack && scan.size[root]! >= bigFile && this.start[root + 1] === this.start[root]) await this.hashStreaming(root);
+      else this.resolveFrom(root);
     }
+    if (this.deltas > 0) this.opts.onProgress?.('resolving deltas', this.deltas, this.deltas);
+  }
+
+  private idMismatch(j: number, id: Buffer): void {
+    const { idx, algo } = this.pack;
+    const len = algo.len;
+    if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
+      this.problem({ file: this.pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
+    }
+  }
+
+  private async hashStreaming(root: number): Promise<void> {
+    const { pack, scan } = this;
+    const h = pack.algo.create();
+    h.update(objectHeader(typeName(scan.type[root]!), scan.size[root]!));
+    const off = pack.idx.offsets[root]!;
+    try {
+      await inflateEntryStreaming(pack, off + scan.headerLen[root]!, pack.end(root), scan.size[root]!, h);
+      this.idMismatch(root, h.digest());
+    } catch (e) {
+      if (!(e instanceof GitError)) throw e;
+      this.problem({ file: pack.packPath, offset: e.offset ?? off, message: e.detail });
+    }
+  }
+
+  private checkId(j: number, type: number, block: Buffer, size: number): void {
+    const from = putObjectHeader(block, H, typeName(type), size);
+    this.idMismatch(j, this.pack.algo.digest(block.subarray(from, H + size)));
+  }
+
+  private load(j: number, realType: number, into: Buffer): Buffer | undefined {
+    try {
+      return this.pack.inflate(this.pack.entry(j), realType, into);
+    } catch (e) {
+      if (!(e instanceof GitError)) throw e;
+      this.problem({ file: this.pack.packPath, offset: e.offset ?? this.pack.idx.offsets[j]!, message: e.detail });
+      return undefined;
+    }
+  }
+
+  /** The base `root` and every delta below it. */
+  private resolveFrom(root: number): void {
+    const { arena, scan, start } = this;
     const type = scan.type[root]!;
     const rootSize = scan.size[root]!;
     const rootMark = arena.top;
     const rootBlock = arena.alloc(H + rootSize + 1);
-    let rootData = load(root, type, rootBlock.subarray(H));
-    done[root] = 1;
+    let rootData = this.load(root, type, rootBlock.subarray(H));
     if (rootData === undefined) {
       arena.release(rootMark);
-      continue;
+      return;
     }
     // A zstd pack may hand back its own bytes (an entry stored plain): into the arena with them.
     if (rootData.buffer !== rootBlock.buffer || rootData.byteOffset !== rootBlock.byteOffset + H) {
       rootBlock.set(rootData, H);
       rootData = rootBlock.subarray(H, H + rootSize);
     }
-    realType[root] = type;
-    checkId(root, type, rootBlock, rootSize);
-    opts.signal?.throwIfAborted();
+    this.checkId(root, type, rootBlock, rootSize);
+    this.opts.signal?.throwIfAborted();
     const stack: Frame[] = [{ j: root, data: rootData, next: start[root]!, mark: rootMark }];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
@@ -241,48 +281,62 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
         arena.release(f.mark);
         continue;
       }
-      const c = list[f.next++]!;
-      done[c] = 1;
+      const c = this.list[f.next++]!;
+      this.done[c] = 1;
       if (stack.length > MAX_DELTA_DEPTH) {
-        problem({ file: pack.packPath, offset: idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
+        this.problem({ file: this.pack.packPath, offset: this.pack.idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
         continue;
       }
-      if (deltaBuf.length <= scan.size[c]!) deltaBuf = Buffer.allocUnsafeSlow(scan.size[c]! + 1);
-      const delta = load(c, type, deltaBuf);
-      if (delta === undefined) continue;
-      const mark = arena.top;
-      let block: Buffer;
-      let data: Buffer;
-      try {
-        const size = parseDeltaHeader(delta).dstSize;
-        block = arena.alloc(H + size);
-        data = applyDelta(f.data, delta, Number.MAX_SAFE_INTEGER, block.subarray(H));
-      } catch (e) {
-        arena.release(mark);
-        problem({ file: pack.packPath, offset: idx.offsets[c]!, message: (e as Error).message });
-        continue;
-      }
-      realType[c] = type;
-      depth[c] = stack.length;
-      checkId(c, type, block, data.length);
-      if ((++resolved & 0x3fff) === 0) opts.onProgress?.('resolving deltas', resolved, deltas);
-      if (start[c + 1]! > start[c]!) stack.push({ j: c, data, next: start[c]!, mark });
-      else arena.release(mark);
+      const child = this.applyChild(c, type, f.data);
+      if (child === undefined) continue;
+      this.depth[c] = stack.length;
+      if ((++this.resolved & 0x3fff) === 0) this.opts.onProgress?.('resolving deltas', this.resolved, this.deltas);
+      if (start[c + 1]! > start[c]!) stack.push({ j: c, data: child.data, next: start[c]!, mark: child.mark });
+      else arena.release(child.mark);
     }
   }
-  if (deltas > 0) opts.onProgress?.('resolving deltas', deltas, deltas);
-  for (let j = 0; j < n; j++) {
-    if (done[j]) continue;
-    const p = scan.parent[j]!;
-    if (p === BROKEN) continue; // already reported by the scan
-    const why =
-      p === EXTERNAL_PARENT
-        ? `delta base ${toHex(scan.externalBase.get(j)!)} is not in this pack`
-        : 'delta never resolved (its base chain is broken or forms a cycle)';
-    problem({ file: pack.packPath, offset: idx.offsets[j]!, message: why });
+
+  /** Delta `c` applied to its base's data in the arena, and hashed; undefined (reported) when it cannot be. */
+  private applyChild(c: number, type: number, base: Buffer): { data: Buffer; mark: number } | undefined {
+    const size = this.scan.size[c]!;
+    if (this.deltaBuf.length <= size) this.deltaBuf = Buffer.allocUnsafeSlow(size + 1);
+    const delta = this.load(c, type, this.deltaBuf);
+    if (delta === undefined) return undefined;
+    const mark = this.arena.top;
+    let block: Buffer;
+    let data: Buffer;
+    try {
+      block = this.arena.alloc(H + parseDeltaHeader(delta).dstSize);
+      data = applyDelta(base, delta, Number.MAX_SAFE_INTEGER, block.subarray(H));
+    } catch (e) {
+      this.arena.release(mark);
+      this.problem({ file: this.pack.packPath, offset: this.pack.idx.offsets[c]!, message: (e as Error).message });
+      return undefined;
+    }
+    this.realType[c] = type;
+    this.checkId(c, type, block, data.length);
+    return { data, mark };
   }
 
-  // verify-pack -v statistics (git's `show_pack_info`).
+  /** Entries no walk from a base reached: an external base (a thin pack), a broken chain, a cycle. */
+  reportUnresolved(): void {
+    const { pack, scan } = this;
+    for (let j = 0; j < pack.count; j++) {
+      if (this.done[j]) continue;
+      const p = scan.parent[j]!;
+      if (p === BROKEN) continue; // already reported by the scan
+      const why = p === EXTERNAL_PARENT ? `delta base ${toHex(scan.externalBase.get(j)!)} is not in this pack` : 'delta never resolved (its base chain is broken or forms a cycle)';
+      this.problem({ file: pack.packPath, offset: pack.idx.offsets[j]!, message: why });
+    }
+  }
+}
+
+/** verify-pack -v statistics and object lines (git's `show_pack_info`). */
+function showPackInfo(pack: Pack, scan: PackScan, r: { depth: Uint16Array; realType: Uint8Array }, opts: VerifyOptions, result: VerifyPackResult): void {
+  const { idx } = pack;
+  const n = pack.count;
+  const len = pack.algo.len;
+  const { depth, realType } = r;
   let deepest = 0;
   for (let j = 0; j < n; j++) if (depth[j]! > deepest) deepest = depth[j]!;
   const hist = new Array<number>(deepest).fill(0);
@@ -291,16 +345,16 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
     else if (depth[j]! > 0) hist[depth[j]! - 1]!++;
   }
   result.chainLengths = hist;
-  if (opts.verboseLine) {
-    for (let i = 0; i < n; i++) {
-      const j = order[i]!;
-      const off = idx.offsets[j]!;
-      const end = i + 1 < n ? idx.offsets[order[i + 1]!]! : pack.dataEnd;
-      let line = `${toHex(idx.ids, j * len, len)} ${typeName(realType[j]!).padEnd(6)} ${scan.size[j]} ${end - off} ${off}`;
-      const p = scan.parent[j]!;
-      if (p >= 0) line += ` ${depth[j]} ${toHex(idx.ids, p * len, len)}`;
-      opts.verboseLine(line);
-    }
+  if (!opts.verboseLine) return;
+  const order = pack.order;
+  for (let i = 0; i < n; i++) {
+    const j = order[i]!;
+    const off = idx.offsets[j]!;
+    const end = i + 1 < n ? idx.offsets[order[i + 1]!]! : pack.dataEnd;
+    let line = `${toHex(idx.ids, j * len, len)} ${typeName(realType[j]!).padEnd(6)} ${scan.size[j]} ${end - off} ${off}`;
+    const p = scan.parent[j]!;
+    if (p >= 0) line += ` ${depth[j]} ${toHex(idx.ids, p * len, len)}`;
+    opts.verboseLine(line);
   }
 }
 

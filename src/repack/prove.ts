@@ -1,7 +1,8 @@
+import { scanEntries } from '../store/pack-entries.js';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Hash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { FANOUT_BYTES, IDX_MAGIC } from '../format/idx.js';
 import { REV_HEADER, RIDX_SIGNATURE } from '../format/rev.js';
@@ -42,7 +43,8 @@ export function proveWritten(
     throw new GitError('verify-failed', `new pack ${np.packPath}: trailer does not read back as written`);
   }
   let done = 0;
-  np.scan(
+  scanEntries(
+    np,
     (j, off, raw) => {
       if (crc32(raw) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`);
       parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);
@@ -140,7 +142,7 @@ class ChunkedFile {
 
   /** The next `bytes` bytes (at most 1 MiB), valid until the next call; hashed unless told. */
   take(bytes: number, hashed = true): Buffer {
-    if (this.pos + bytes > this.size) throw new GitError('verify-failed', `${this.path}: ends at offset ${this.size}, ${bytes} more bytes expected at offset ${this.pos}`);
+    if (this.pos + bytes > this.size) throw corrupt('verify-failed', this.path, this.pos, `ends at offset ${this.size}, ${bytes} more bytes expected`);
     const view = this.buf.subarray(0, bytes);
     if (!this.readAt(view, this.pos)) throw new GitError('verify-failed', `${this.path}: unexpected end of file after offset ${this.pos}`);
     this.pos += bytes;
@@ -178,6 +180,10 @@ interface ReadBackTables {
   crcAt(rank: number): number;
 }
 
+type Written = { packPath: string; idxPath: string; revPath: string | undefined; checksum: Buffer; count: number };
+type OldIds = { ids: Buffer; what: string };
+type Bad = (what: string, at: number) => GitError;
+
 /**
  * `proveWritten` for a pack whose writing thread has read it back, without opening it: the
  * `.idx` and `.rev` are read from disk a chunk at a time (never whole: on git.git the index alone
@@ -192,32 +198,38 @@ interface ReadBackTables {
  * - completeness: merged with the sorted ids of each old pack (and of the loose objects), every
  *   old id is in the new index or retained elsewhere.
  */
-export function proveWrittenStreamed(
-  w: { packPath: string; idxPath: string; revPath: string | undefined; checksum: Buffer; count: number },
-  algo: HashAlgo,
-  readBack: ReadBackTables,
-  olds: { ids: Buffer; what: string }[],
-  retained: (id: Uint8Array, pos: number) => boolean,
-): void {
+export function proveWrittenStreamed(w: Written, algo: HashAlgo, readBack: ReadBackTables, olds: OldIds[], retained: (id: Uint8Array, pos: number) => boolean): void {
+  const dataEnd = provePackEnds(w, algo);
+  proveIdxStreamed(w, algo, readBack, dataEnd, olds, retained);
+  if (w.revPath !== undefined) proveRevStreamed(w.revPath, w, algo, readBack);
+}
+
+/** The pack's 12-byte header and its trailer as written; returns where its data ends. */
+function provePackEnds(w: Written, algo: HashAlgo): number {
   const len = algo.len;
   const n = w.count;
   const pack = new ChunkedFile(w.packPath, algo);
-  let dataEnd: number;
   try {
     if (!pack.take(12, false).equals(encodePackHeader(n))) throw new GitError('verify-failed', `new pack ${w.packPath}: header does not read back as written`);
-    dataEnd = pack.size - len;
+    const dataEnd = pack.size - len;
     if (dataEnd < 12) throw new GitError('verify-failed', `new pack ${w.packPath}: truncated at offset ${pack.size}`);
     const trailer = Buffer.allocUnsafe(len);
     if (!pack.readAt(trailer, dataEnd) || !trailer.equals(w.checksum)) {
       throw new GitError('verify-failed', `new pack ${w.packPath}: trailer does not read back as written at offset ${dataEnd}`);
     }
+    return dataEnd;
   } finally {
     pack.close();
   }
+}
 
+/** The `.idx`, a chunk at a time: header and fanout, ids (and completeness), CRC32s, offsets, checksums. */
+function proveIdxStreamed(w: Written, algo: HashAlgo, readBack: ReadBackTables, dataEnd: number, olds: OldIds[], retained: (id: Uint8Array, pos: number) => boolean): void {
+  const len = algo.len;
+  const n = w.count;
   const f = new ChunkedFile(w.idxPath, algo);
   try {
-    const bad = (what: string, at: number): GitError => new GitError('verify-failed', `new index ${w.idxPath}: ${what} at offset ${at}`);
+    const bad: Bad = (what, at) => new GitError('verify-failed', `new index ${w.idxPath}: ${what} at offset ${at}`, { file: w.idxPath, offset: at, detail: what });
     const head = f.take(8 + FANOUT_BYTES);
     if (head.readUInt32BE(0) !== IDX_MAGIC || head.readUInt32BE(4) !== 2) throw bad('not an index version 2', 0);
     const fanout = new Uint32Array(256);
@@ -229,86 +241,98 @@ export function proveWrittenStreamed(
     const body = 8 + FANOUT_BYTES + n * (len + 8);
     const large = (f.size - 2 * len - body) / 8;
     if (!Number.isInteger(large) || large < 0) throw bad(`size ${f.size} does not fit ${n} objects`, 0);
-
-    // Ids: sorted, where the fanout says, merged with every old list.
-    const prev = Buffer.alloc(len);
-    const cursor = olds.map(() => 0);
-    const missing = (o: { ids: Buffer; what: string }, c: number): GitError =>
-      new GitError('verify-failed', `object ${toHex(o.ids, c * len, len)} of ${o.what} is missing from the new pack`);
-    f.records(n, len, (chunk, first, count) => {
-      for (let i = 0; i < count; i++) {
-        const r = first + i;
-        const p = i * len;
-        if (r > 0 && prev.compare(chunk, p, p + len) >= 0) throw bad('object ids out of order', f.offset - chunk.length + p);
-        const b = chunk[p]!;
-        if (r >= fanout[b]! || (b > 0 && r < fanout[b - 1]!)) throw bad('an id outside its fanout bucket', f.offset - chunk.length + p);
-        chunk.copy(prev, 0, p, p + len);
-      }
-      for (let k = 0; k < olds.length; k++) {
-        const o = olds[k]!;
-        let c = cursor[k]!;
-        // One old pack rewritten whole: the same ids, a chunk at a time.
-        if (o.ids.length >= (c + count) * len && chunk.equals(o.ids.subarray(c * len, (c + count) * len))) {
-          cursor[k] = c + count;
-          continue;
-        }
-        const m = o.ids.length / len;
-        for (let i = 0; i < count; i++) {
-          const p = i * len;
-          let cmp = -1;
-          while (c < m && (cmp = o.ids.compare(chunk, p, p + len, c * len, (c + 1) * len)) < 0) {
-            if (!retained(o.ids, c * len)) throw missing(o, c);
-            c++;
-          }
-          if (cmp === 0) c++;
-        }
-        cursor[k] = c;
-      }
-    });
-    for (let k = 0; k < olds.length; k++) {
-      const o = olds[k]!;
-      for (let c = cursor[k]!; c < o.ids.length / len; c++) if (!retained(o.ids, c * len)) throw missing(o, c);
-    }
-    // CRC32s and offsets: the ones read back.
-    f.records(n, 4, (chunk, first, count) => {
-      for (let i = 0; i < count; i++) {
-        if (chunk.readUInt32BE(i * 4) !== readBack.crcAt(first + i)) throw bad('a CRC32 that is not the one read back', f.offset - chunk.length + i * 4);
-      }
-    });
-    const largeRank: number[] = [];
-    let lowest = Infinity;
-    f.records(n, 4, (chunk, first, count) => {
-      for (let i = 0; i < count; i++) {
-        const r = first + i;
-        const want = readBack.offsetAt(r);
-        if (want < lowest) lowest = want;
-        if (want >= dataEnd) throw bad(`an offset past the pack's data (${want})`, f.offset - chunk.length + i * 4);
-        const o = chunk.readUInt32BE(i * 4);
-        if (o & 0x80000000) {
-          if ((o & 0x7fffffff) !== largeRank.length) throw bad('a 64-bit offset out of sequence', f.offset - chunk.length + i * 4);
-          largeRank.push(r);
-        } else if (o !== want) throw bad(`offset ${o}, the entry was written at ${want}`, f.offset - chunk.length + i * 4);
-      }
-    });
-    if (n > 0 && lowest !== 12) throw bad(`first entry at offset ${lowest}, not 12`, 8 + FANOUT_BYTES + n * (len + 4));
-    if (largeRank.length !== large) throw bad(`${large} 64-bit offsets, ${largeRank.length} referenced`, body);
-    f.records(large, 8, (chunk, first, count) => {
-      for (let i = 0; i < count; i++) {
-        const v = chunk.readUInt32BE(i * 8) * 0x100000000 + chunk.readUInt32BE(i * 8 + 4);
-        if (v !== readBack.offsetAt(largeRank[first + i]!)) throw bad(`64-bit offset ${v} is not the one written`, f.offset - chunk.length + i * 8);
-      }
-    });
+    proveIdsComplete(f, n, len, fanout, olds, retained, bad);
+    proveCrcsAndOffsets(f, n, readBack, dataEnd, large, body, len, bad);
     if (!f.take(len).equals(w.checksum)) throw bad('pack checksum is not the new pack', f.offset - len);
     const own = f.hash.digest();
     if (!f.take(len, false).equals(own)) throw bad('index checksum does not match its contents', f.offset - len);
   } finally {
     f.close();
   }
+}
 
-  if (w.revPath === undefined) return;
-  const rv = new ChunkedFile(w.revPath, algo);
+/** Ids: sorted, where the fanout says, merged with every old list (each old id is new or retained). */
+function proveIdsComplete(f: ChunkedFile, n: number, len: number, fanout: Uint32Array, olds: OldIds[], retained: (id: Uint8Array, pos: number) => boolean, bad: Bad): void {
+  const prev = Buffer.alloc(len);
+  const cursor = olds.map(() => 0);
+  const missing = (o: { ids: Buffer; what: string }, c: number): GitError =>
+    new GitError('verify-failed', `object ${toHex(o.ids, c * len, len)} of ${o.what} is missing from the new pack`);
+  f.records(n, len, (chunk, first, count) => {
+    for (let i = 0; i < count; i++) {
+      const r = first + i;
+      const p = i * len;
+      if (r > 0 && prev.compare(chunk, p, p + len) >= 0) throw bad('object ids out of order', f.offset - chunk.length + p);
+      const b = chunk[p]!;
+      if (r >= fanout[b]! || (b > 0 && r < fanout[b - 1]!)) throw bad('an id outside its fanout bucket', f.offset - chunk.length + p);
+      chunk.copy(prev, 0, p, p + len);
+    }
+    for (let k = 0; k < olds.length; k++) {
+      const o = olds[k]!;
+      let c = cursor[k]!;
+      // One old pack rewritten whole: the same ids, a chunk at a time.
+      if (o.ids.length >= (c + count) * len && chunk.equals(o.ids.subarray(c * len, (c + count) * len))) {
+        cursor[k] = c + count;
+        continue;
+      }
+      const m = o.ids.length / len;
+      for (let i = 0; i < count; i++) {
+        const p = i * len;
+        let cmp = -1;
+        while (c < m && (cmp = o.ids.compare(chunk, p, p + len, c * len, (c + 1) * len)) < 0) {
+          if (!retained(o.ids, c * len)) throw missing(o, c);
+          c++;
+        }
+        if (cmp === 0) c++;
+      }
+      cursor[k] = c;
+    }
+  });
+  for (let k = 0; k < olds.length; k++) {
+    const o = olds[k]!;
+    for (let c = cursor[k]!; c < o.ids.length / len; c++) if (!retained(o.ids, c * len)) throw missing(o, c);
+  }
+}
+
+/** CRC32s and offsets (32-bit, and the 64-bit table): the ones the writing thread read back. */
+function proveCrcsAndOffsets(f: ChunkedFile, n: number, readBack: ReadBackTables, dataEnd: number, large: number, body: number, len: number, bad: Bad): void {
+  f.records(n, 4, (chunk, first, count) => {
+    for (let i = 0; i < count; i++) {
+      if (chunk.readUInt32BE(i * 4) !== readBack.crcAt(first + i)) throw bad('a CRC32 that is not the one read back', f.offset - chunk.length + i * 4);
+    }
+  });
+  const largeRank: number[] = [];
+  let lowest = Infinity;
+  f.records(n, 4, (chunk, first, count) => {
+    for (let i = 0; i < count; i++) {
+      const r = first + i;
+      const want = readBack.offsetAt(r);
+      if (want < lowest) lowest = want;
+      if (want >= dataEnd) throw bad(`an offset past the pack's data (${want})`, f.offset - chunk.length + i * 4);
+      const o = chunk.readUInt32BE(i * 4);
+      if (o & 0x80000000) {
+        if ((o & 0x7fffffff) !== largeRank.length) throw bad('a 64-bit offset out of sequence', f.offset - chunk.length + i * 4);
+        largeRank.push(r);
+      } else if (o !== want) throw bad(`offset ${o}, the entry was written at ${want}`, f.offset - chunk.length + i * 4);
+    }
+  });
+  if (n > 0 && lowest !== 12) throw bad(`first entry at offset ${lowest}, not 12`, 8 + FANOUT_BYTES + n * (len + 4));
+  if (largeRank.length !== large) throw bad(`${large} 64-bit offsets, ${largeRank.length} referenced`, body);
+  f.records(large, 8, (chunk, first, count) => {
+    for (let i = 0; i < count; i++) {
+      const v = chunk.readUInt32BE(i * 8) * 0x100000000 + chunk.readUInt32BE(i * 8 + 4);
+      if (v !== readBack.offsetAt(largeRank[first + i]!)) throw bad(`64-bit offset ${v} is not the one written`, f.offset - chunk.length + i * 8);
+    }
+  });
+}
+
+/** The `.rev`: signature, version, hash id, entries in strictly increasing offset order, both checksums. */
+function proveRevStreamed(revPath: string, w: Written, algo: HashAlgo, readBack: ReadBackTables): void {
+  const len = algo.len;
+  const n = w.count;
+  if (revPath === undefined) return;
+  const rv = new ChunkedFile(revPath, algo);
   try {
-    const bad = (what: string, at: number): GitError => new GitError('verify-failed', `new reverse index ${w.revPath}: ${what} at offset ${at}`);
+    const bad = (what: string, at: number): GitError => new GitError('verify-failed', `new reverse index ${revPath}: ${what} at offset ${at}`, { file: revPath, offset: at, detail: what });
     const head = rv.take(REV_HEADER);
     if (head.readUInt32BE(0) !== RIDX_SIGNATURE || head.readUInt32BE(4) !== 1 || head.readUInt32BE(8) !== algo.revId) throw bad('bad header', 0);
     if (rv.size !== REV_HEADER + n * 4 + 2 * len) throw bad(`size ${rv.size} does not fit ${n} objects`, 0);
