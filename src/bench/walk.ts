@@ -1,3 +1,4 @@
+import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, committerTime, forEachCommitLink, forEachTreeEntry, hexInto } from '../format/object-parse.js';
 import { join } from 'node:path';
 import type { CachedObject } from '../delta/cache.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
@@ -56,25 +57,14 @@ interface CommitInfo {
 function parseCommit(data: Buffer, algo: HashAlgo): CommitInfo {
   let tree: Buffer | undefined;
   const parents: Buffer[] = [];
-  let time = 0;
-  let pos = 0;
-  while (pos < data.length) {
-    const nl = data.indexOf(0x0a, pos);
-    const end = nl < 0 ? data.length : nl;
-    if (end === pos) break; // end of the header
-    const line = data.toString('latin1', pos, end);
-    if (line.startsWith('tree ')) tree = fromHex(line.slice(5), algo);
-    else if (line.startsWith('parent ')) {
-      const p = fromHex(line.slice(7), algo);
-      if (p) parents.push(p);
-    } else if (line.startsWith('committer ')) {
-      const m = / (\d+) [+-]\d{4}$/.exec(line);
-      if (m) time = Number(m[1]);
-    }
-    pos = end + 1;
-  }
+  forEachCommitLink(data, (isTree, at) => {
+    const id = Buffer.alloc(algo.len);
+    if (!hexInto(data, at, id, algo.len)) return;
+    if (isTree) tree = id;
+    else parents.push(id);
+  });
   if (tree === undefined) throw new Error('commit without a tree');
-  return { tree, parents, time };
+  return { tree, parents, time: committerTime(data) };
 }
 
 interface TreeEntry {
@@ -86,15 +76,9 @@ interface TreeEntry {
 
 function parseTree(data: Buffer, len: number): TreeEntry[] {
   const out: TreeEntry[] = [];
-  let pos = 0;
-  while (pos < data.length) {
-    const sp = data.indexOf(0x20, pos);
-    const nul = data.indexOf(0, sp);
-    if (sp < 0 || nul < 0 || nul + 1 + len > data.length) break;
-    const mode = data.toString('latin1', pos, sp);
-    out.push({ name: data.subarray(sp + 1, nul), isTree: mode === '40000', isGitlink: mode === '160000', id: data.subarray(nul + 1, nul + 1 + len) });
-    pos = nul + 1 + len;
-  }
+  forEachTreeEntry(data, len, (nameStart, nameEnd, at, kind) => {
+    out.push({ name: data.subarray(nameStart, nameEnd), isTree: kind === TREE_ENTRY_TREE, isGitlink: kind === TREE_ENTRY_GITLINK, id: data.subarray(at, at + len) });
+  });
   return out;
 }
 

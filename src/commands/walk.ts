@@ -1,7 +1,7 @@
-import { listRefs } from '../store/refs.js';
 import { GitError } from '../errors.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
 import { OidTable } from '../hash/oid-table.js';
+import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, forEachCommitLink, forEachTreeEntry, hexInto } from '../format/object-parse.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeFromName } from '../format/object-type.js';
 import type { ObjectDatabase } from '../store/odb.js';
 
@@ -16,46 +16,6 @@ export interface WalkResult {
   bytesRead: number;
   ms: number;
 }
-
-/** `<hex> <refname>` lines: the repository's refs and HEAD (store/refs.ts). */
-export function repositoryRefs(gitDir: string): string {
-  return listRefs(gitDir, process.env);
-}
-
-/** 0–15 for a hex digit's byte, -1 for anything else. */
-function nibble(c: number): number {
-  if (c >= 0x30 && c <= 0x39) return c - 0x30;
-  if (c >= 0x61 && c <= 0x66) return c - 0x57;
-  if (c >= 0x41 && c <= 0x46) return c - 0x37;
-  return -1;
-}
-
-/** Parses `len` bytes of hex at `p` of `d` into `out`; false (and `out` zeroed) when not hex. */
-function hexInto(d: Uint8Array, p: number, out: Buffer, len: number): boolean {
-  if (p + 2 * len > d.length) {
-    out.fill(0);
-    return false;
-  }
-  for (let k = 0; k < len; k++) {
-    const hi = nibble(d[p + 2 * k]!);
-    const lo = nibble(d[p + 2 * k + 1]!);
-    if (hi < 0 || lo < 0) {
-      out.fill(0);
-      return false;
-    }
-    out[k] = (hi << 4) | lo;
-  }
-  return true;
-}
-
-const startsWith = (d: Uint8Array, p: number, word: Uint8Array): boolean => {
-  if (p + word.length > d.length) return false;
-  for (let k = 0; k < word.length; k++) if (d[p + k] !== word[k]) return false;
-  return true;
-};
-const TREE_ = Buffer.from('tree ');
-const PARENT_ = Buffer.from('parent ');
-const GITLINK = Buffer.from('160000');
 
 /**
  * Every object reachable from the refs, read through our reader: the equivalent of
@@ -115,37 +75,16 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
     const d = obj.data;
     if (obj.type === OBJ_COMMIT) {
       res.commits++;
-      // "tree <hex>\n" then "parent <hex>\n"...
-      let p = 0;
-      while (p < d.length && d[p] !== 0x0a) {
-        let end = p;
-        while (end < d.length && d[end] !== 0x0a) end++;
-        if (startsWith(d, p, TREE_)) {
-          hexInto(d, p + 5, parsed, len);
-          push(parsed, 0, OBJ_TREE);
-        } else if (startsWith(d, p, PARENT_)) {
-          hexInto(d, p + 7, parsed, len);
-          push(parsed, 0, OBJ_COMMIT);
-        } else break;
-        p = end + 1;
-      }
+      forEachCommitLink(d, (isTree, at) => {
+        hexInto(d, at, parsed, len);
+        push(parsed, 0, isTree ? OBJ_TREE : OBJ_COMMIT);
+      });
     } else if (obj.type === OBJ_TREE) {
       res.trees++;
-      // "<mode> <name>\0<id>"...
-      let p = 0;
-      const n = d.length;
-      while (p < n) {
-        let sp = p;
-        while (sp < n && d[sp] !== 0x20) sp++;
-        let nul = sp;
-        while (nul < n && d[nul] !== 0) nul++;
-        if (sp >= n || nul >= n || nul + 1 + len > n) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, { objectId: id.toString('hex') });
-        const modeLen = sp - p;
-        const isTree = modeLen === 5 && d[p] === 0x34; // "40000"
-        const isGitlink = modeLen === 6 && startsWith(d, p, GITLINK);
-        if (!isGitlink) push(d, nul + 1, isTree ? OBJ_TREE : OBJ_BLOB);
-        p = nul + 1 + len;
-      }
+      const bad = forEachTreeEntry(d, len, (_s, _e, at, kind) => {
+        if (kind !== TREE_ENTRY_GITLINK) push(d, at, kind === TREE_ENTRY_TREE ? OBJ_TREE : OBJ_BLOB);
+      });
+      if (bad >= 0) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, { objectId: id.toString('hex') });
     } else if (obj.type === OBJ_TAG) {
       res.tags++;
       const text = d.toString('latin1', 0, Math.min(d.length, 256));
