@@ -200,3 +200,54 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     expect(r.tool).toEqual(r.git);
   });
 });
+
+describe('safe.bareRepository (git 2.38+): a bare repository found by walking up', () => {
+  const cfg = (...values: string[]): Env => {
+    const env: Env = { GIT_CONFIG_COUNT: String(values.length) };
+    values.forEach((v, i) => {
+      env[`GIT_CONFIG_KEY_${i}`] = 'safe.bareRepository';
+      env[`GIT_CONFIG_VALUE_${i}`] = v;
+    });
+    return env;
+  };
+  const bareCopy = (): string => {
+    const src = useFixtureCopy('basic');
+    const bare = `${src}-bare.git`;
+    expect(git(['clone', '-q', '--bare', src, bare]).status).toBe(0);
+    return bare;
+  };
+
+  it('explicit: refused as git refuses it, from the git dir and below it; all (last wins) and the default allow it', () => {
+    const bare = bareCopy();
+    for (const cwd of [bare, path.join(bare, 'objects')]) {
+      const r = both(cwd, cfg('explicit'));
+      expect(r.git.status).toBe(128);
+      expect(r.git.stderr).toMatch(/cannot use bare repository/);
+      expect(r.tool).toEqual(r.git);
+    }
+    for (const env of [cfg('explicit', 'all'), cfg('all'), {}]) {
+      const r = both(bare, env);
+      expect(r.git.status).toBe(0);
+      expect(r.tool.status).toBe(0);
+    }
+  });
+
+  it('explicit: GIT_DIR names it, so it is used; a .git directory entered by cd is refused, as git 2.39 refuses it', () => {
+    const bare = bareCopy();
+    const named = both(path.join(bare, 'objects'), { ...cfg('explicit'), GIT_DIR: bare });
+    expect(named.git.status).toBe(0);
+    expect(named.tool.status).toBe(0);
+    const repo = useFixtureCopy('basic');
+    const inDotGit = both(path.join(repo, '.git'), cfg('explicit'));
+    expect(inDotGit.git.status).toBe(128);
+    expect(inDotGit.tool).toEqual(inDotGit.git);
+  });
+
+  it('a value git cannot parse is fatal (128) for both, and names the key', () => {
+    const bare = bareCopy();
+    const r = both(bare, cfg('EXPLICIT'));
+    expect(r.git.status).toBe(128);
+    expect(r.tool.status).toBe(128);
+    expect(r.tool.stderr).toMatch(/^fatal: unable to parse 'safe\.barerepository'/);
+  });
+});

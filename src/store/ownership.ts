@@ -115,3 +115,19 @@ export function dubiousOwnership(dir: string): GitError {
     { file: dir },
   );
 }
+
+/**
+ * git's `get_allowed_bare_repo` (setup.c, 2.38+): may a bare repository be used when it was
+ * found by walking up from the cwd (not named by --git-dir or GIT_DIR)? `safe.bareRepository`
+ * from protected config only, the last value wins; `all` (the default) or `explicit`, exactly.
+ * Throws git's error otherwise.
+ */
+export function ensureImplicitBareAllowed(dir: string, env: NodeJS.ProcessEnv): void {
+  let allowed = true;
+  for (const v of protectedConfig(env).getAll('safe.bareRepository')) {
+    if (v === 'explicit') allowed = false;
+    else if (v === 'all') allowed = true;
+    else throw new GitError('bad-config', `unable to parse 'safe.barerepository' from config`);
+  }
+  if (!allowed) throw new GitError('not-a-repository', `cannot use bare repository '${dir}' (safe.bareRepository is 'explicit')`, { file: dir });
+}
