@@ -77,3 +77,26 @@ describe('the codebase keeps its shape', () => {
     expect(bad).toEqual([]);
   });
 });
+
+describe('docs agree with the tree', () => {
+  it('every source, bench, test or doc file the docs name exists (or the line says it is gone)', () => {
+    const root = resolve(__dirname, '..');
+    const docs = ['README.md', 'CHANGELOG.md', 'docs/git-repack-ts.1', ...readdirSync(join(root, 'docs')).filter((n) => n.endsWith('.md')).map((n) => `docs/${n}`)];
+    const bad: string[] = [];
+    for (const d of docs) {
+      readFileSync(join(root, d), 'utf8')
+        .split('\n')
+        .forEach((line, i) => {
+          if (/\b(gone|until|removed|deleted)\b/.test(line)) return;
+          for (const m of line.matchAll(/\b(?:src|bench|test|scripts|docs)\/[A-Za-z0-9_./-]+\.(?:ts|mjs|md|js|1|sh)\b/g)) {
+            try {
+              readFileSync(join(root, m[0]));
+            } catch {
+              bad.push(`${d}:${i + 1}: ${m[0]}`);
+            }
+          }
+        });
+    }
+    expect(bad).toEqual([]);
+  });
+});
