@@ -152,8 +152,8 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       toolOk(['-q', '--zstd', '-o', file, '--dict-trainer=js'], { cwd: src });
       const ok = tool(['verify', '-v', file], { cwd: src }).stdout;
       // the largest object entry that is a zstd frame: flip a byte in the middle of it
-      const rows = ok.split('\n').map((l) => /^[0-9a-f]+ \w+ +(\d+) (\d+) (\d+)/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
-      const victim = rows.map((m) => ({ size: Number(m[1]), inPack: Number(m[2]), offset: Number(m[3]) })).filter((e) => e.inPack < e.size).sort((a, b) => b.inPack - a.inPack)[0]!;
+      const rows = ok.split('\n').map((l) => /^[0-9a-f]+ (\w+) +(\d+) (\d+) (\d+)/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+      const victim = rows.map((m) => ({ type: m[1]!, size: Number(m[2]), inPack: Number(m[3]), offset: Number(m[4]) })).filter((e) => e.inPack < e.size).sort((a, b) => b.inPack - a.inPack)[0]!;
       const bytes = fs.readFileSync(file);
       bytes[victim.offset + Math.floor(victim.inPack / 2)]! ^= 0x55;
       fs.chmodSync(file, 0o644);
@@ -166,7 +166,8 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       const before = snapshot(target);
       const r = tool(['zstd-import', file], { cwd: target });
       expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(/^fatal: .*d\.zpack.* at offset \d+\n$/);
+      // Named as git names a corrupt packed object: id, file, what, offset and the entry's type.
+      expect(r.stderr).toMatch(new RegExp(`^fatal: packed object [0-9a-f]{40} \\(stored in .*d\\.zpack\\) is corrupt: .* at offset ${victim.offset} \\(${victim.type} entry\\)\n$`));
       expect(snapshot(target)).toEqual(before);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });

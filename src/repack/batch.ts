@@ -3,7 +3,7 @@ import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../codec/inflate.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { sameEncoding } from './encoding.js';
 
@@ -112,7 +112,7 @@ let scratch = Buffer.allocUnsafeSlow(1 << 16);
 function plainOf(job: BatchJob, i: number, size: number, raw: Buffer, data: Buffer, into?: Buffer): Buffer {
   const sd = job.srcDict?.[i] ?? FROM_ZLIB;
   if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!, into);
-  if (crc32(raw) !== job.crc[i]) throw new GitError('bad-pack', `${fileOf(job, i)}: entry does not match its CRC32 in the index at offset ${job.offset[i]}`, { file: fileOf(job, i), offset: job.offset[i]! });
+  if (crc32(raw) !== job.crc[i]) throw corrupt('bad-pack', fileOf(job, i), job.offset[i]!, 'entry does not match its CRC32 in the index');
   if (data.length === size) return data;
   if (zstdIn === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
   return zstdIn.decompress(data, size, sd);

@@ -46,7 +46,7 @@ export function proveWritten(
   scanEntries(
     np,
     (j, off, raw) => {
-      if (crc32(raw) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`);
+      if (crc32(raw) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`, { file: np.packPath, offset: off, detail: 'does not read back as written' });
       parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);
       if ((++done & 0xffff) === 0) onProgress?.('validating', done, n);
     },
@@ -212,10 +212,10 @@ function provePackEnds(w: Written, algo: HashAlgo): number {
   try {
     if (!pack.take(12, false).equals(encodePackHeader(n))) throw new GitError('verify-failed', `new pack ${w.packPath}: header does not read back as written`);
     const dataEnd = pack.size - len;
-    if (dataEnd < 12) throw new GitError('verify-failed', `new pack ${w.packPath}: truncated at offset ${pack.size}`);
+    if (dataEnd < 12) throw new GitError('verify-failed', `new pack ${w.packPath}: truncated at offset ${pack.size}`, { file: w.packPath, offset: pack.size, detail: 'truncated' });
     const trailer = Buffer.allocUnsafe(len);
     if (!pack.readAt(trailer, dataEnd) || !trailer.equals(w.checksum)) {
-      throw new GitError('verify-failed', `new pack ${w.packPath}: trailer does not read back as written at offset ${dataEnd}`);
+      throw new GitError('verify-failed', `new pack ${w.packPath}: trailer does not read back as written at offset ${dataEnd}`, { file: w.packPath, offset: dataEnd, detail: 'trailer does not read back as written' });
     }
     return dataEnd;
   } finally {
