@@ -79,7 +79,7 @@ describe('every fixture', () => {
 
   it('FIXTURE_ROOT is named after the fixture code hash', () => {
     if (!process.env.REPACK_TS_FIXTURE_ROOT) {
-      expect(path.basename(FIXTURE_ROOT)).toMatch(/^git-repack-ts-fixtures-[0-9a-f]{16}$/);
+      expect(path.basename(FIXTURE_ROOT)).toMatch(new RegExp(`^git-repack-ts-fixtures-${process.getuid?.() ?? 0}-[0-9a-f]{16}$`));
     }
   });
 });
