@@ -2,6 +2,9 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { runBatch, setBatchDicts, type BatchJob, type BatchResult } from './batch.js';
 
+/** The fewest entries a rewrite starts worker threads for. */
+export const THREADS_FROM = 200_000;
+
 /** Runs batches on worker threads (round robin), or inline when there are none. */
 export class BatchPool {
   private readonly workers: Worker[] = [];
@@ -29,8 +32,11 @@ export class BatchPool {
   static threadsFor(entries: number, env: NodeJS.ProcessEnv = process.env): number {
     const forced = env.GIT_REPACK_TS_THREADS;
     if (forced !== undefined && /^\d+$/.test(forced)) return Math.min(Number(forced), 16);
-    // Starting a worker costs ~40 ms: not worth it for a few thousand entries.
-    if (entries < 20000) return 0;
+    // Each thread (the re-encoding worker here, the writing thread with it) costs 40-60 ms of CPU
+    // to start and load its modules, and the pipeline's hand-offs more: on jq, express and nginx
+    // (23k-95k entries) runs without them took 8-15 % less CPU at the same wall time, on two
+    // busy cores (docs/benchmarks.md §7). git.git (849k) gains a quarter of its time from them.
+    if (entries < THREADS_FROM) return 0;
     return Math.max(1, Math.min(4, availableParallelism() - 1));
   }
 
