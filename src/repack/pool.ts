@@ -33,9 +33,9 @@ export class BatchPool {
     const forced = env.GIT_REPACK_TS_THREADS;
     if (forced !== undefined && /^\d+$/.test(forced)) return Math.min(Number(forced), 16);
     // Each thread (the re-encoding worker here, the writing thread with it) costs 40-60 ms of CPU
-    // to start and load its modules, and the pipeline's hand-offs more: on jq, express and nginx
-    // (23k-95k entries) runs without them took 8-15 % less CPU at the same wall time, on two
-    // busy cores (docs/benchmarks.md §7). git.git (849k) gains a quarter of its time from them.
+    // to start and load its modules, and the pipeline's hand-offs more: nginx (95k entries)
+    // without them took 12-21 % less CPU, wall within 5 % either way, on two busy cores
+    // (docs/benchmarks.md §7a). git.git (849k) gains a quarter of its time from them.
     if (entries < THREADS_FROM) return 0;
     return Math.max(1, Math.min(4, availableParallelism() - 1));
   }
