@@ -7,7 +7,8 @@
 //   read     verify and inspect against git verify-pack / index-pack --verify / cat-file
 //   rewrite  the rewrite against git repack -a -d (copies a fresh repository for each run)
 //   everyday the command as users type it (validated by git: --fsck=changed, the default) and
-//            --no-fsck against git repack -a -d, each on a fresh copy, with the load (uptime)
+//            --no-fsck against git repack -a -d, each on a fresh copy, with the load (uptime);
+//            BEFORE=<launcher> adds another build's two commands to the same rounds
 // The repository is never modified: every rewrite runs on a hard-linked copy.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -98,6 +99,13 @@ if (suite === 'read') {
         ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
         ['git repack-ts --graph-compression=0', () => ({ argv: [BIN, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
         ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+        // BEFORE=<launcher of another build>: the same two commands of that build, in the same rounds.
+        ...(process.env.BEFORE
+          ? [
+              ['(before) --graph-compression=0', () => ({ argv: [process.env.BEFORE, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
+              ['(before) --graph-compression=0 --no-fsck', () => ({ argv: [process.env.BEFORE, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+            ]
+          : []),
       ],
     },
   ];

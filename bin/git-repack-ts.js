@@ -5,12 +5,24 @@ if (process.env.GIT_REPACK_TS_MALLOC === 'set') {
   delete process.env.MALLOC_MMAP_THRESHOLD_;
   delete process.env.GIT_REPACK_TS_MALLOC;
 }
-let main;
-try {
-  main = await import('../dist/cli/main.js');
-} catch (e) {
+/** The module, or undefined when its file is not there. */
+async function load(file) {
+  try {
+    return await import(file);
+  } catch (e) {
+    if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes(file.slice(2))) throw e;
+    return undefined;
+  }
+}
+// The bundle (scripts/bundle.mjs) loads in a third of the time of the modules tsc writes, which
+// a build by tsc alone leaves on their own. A bundle older than tsc's output is stale (a `tsc`
+// run after `npm run build`): the modules are used then, never yesterday's code.
+const { statSync } = await import('node:fs');
+const mtime = (rel) => statSync(new URL(rel, import.meta.url), { throwIfNoEntry: false })?.mtimeMs ?? -1;
+const fresh = mtime('../dist/bundle/main.js') >= mtime('../dist/cli/main.js');
+const main = (fresh ? await load('../dist/bundle/main.js') : undefined) ?? (await load('../dist/cli/main.js'));
+if (main === undefined) {
   // A clone linked with `npm install -g .` or `npm link` before `npm run build` (README, "Install").
-  if (e?.code !== 'ERR_MODULE_NOT_FOUND' || !String(e.message).includes('/dist/cli/main.js')) throw e;
   process.stderr.write("fatal: git-repack-ts is not built: run 'npm ci && npm run build' in its clone, or install the packed tarball (README)\n");
   process.exit(128);
 }

@@ -111,7 +111,7 @@ describe('SIGKILL at every fault point: nothing lost, the next run cleans up', (
   }
 });
 
-// Fixtures are too small for worker threads by default (under 20 000 entries): forced here, so that
+// Fixtures are too small for worker threads by default (under 200 000 entries): forced here, so that
 // kills also land while the re-encoding worker and the writing thread (CRC32, hash, write,
 // fsync of the new pack) are running.
 describe('SIGKILL at every fault point with the worker threads and the writing thread', () => {

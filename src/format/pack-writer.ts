@@ -98,6 +98,18 @@ export class PackFileWriter implements PackSink {
 
   /** Appends one entry (header bytes, then compressed data). */
   writeEntry(header: Buffer, data: Buffer, slot: number, headerLen = header.length, start = 0, end = data.length): void {
+    const len = headerLen + end - start;
+    if (len <= this.buf.length - this.used || (this.flush(), len <= this.buf.length)) {
+      // Copied by range into the buffer and CRC'd there at once: no view of each part and one
+      // CRC32 call instead of two (making views was 5 % of a 23k-entry run's CPU samples).
+      const at = this.used;
+      header.copy(this.buf, at, 0, headerLen);
+      data.copy(this.buf, at + headerLen, start, end);
+      this.used += len;
+      this.offset += len;
+      this.crcs[slot] = crc32(this.buf.subarray(at, at + len));
+      return;
+    }
     if (headerLen !== header.length) header = header.subarray(0, headerLen);
     if (start !== 0 || end !== data.length) data = data.subarray(start, end);
     this.append(header);

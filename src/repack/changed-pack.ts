@@ -40,13 +40,12 @@ class Out {
     this.fd = openSync(path, 'wx', 0o600);
   }
 
-  put(data: Uint8Array): void {
-    if (this.used + data.length > this.buf.length) this.flush();
-    if (data.length >= this.buf.length) this.raw(data);
-    else {
-      this.buf.set(data, this.used);
-      this.used += data.length;
-    }
+  /** `src[start, end)`, copied without making a view of it (one entry after another). */
+  put(src: Buffer, start: number, end: number): void {
+    const n = end - start;
+    if (this.used + n > this.buf.length) this.flush();
+    if (n >= this.buf.length) this.raw(src.subarray(start, end));
+    else this.used += src.copy(this.buf, this.used, start, end);
   }
 
   flush(): void {
@@ -166,7 +165,8 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
   const idAt = Buffer.allocUnsafe(len);
   const idxFd = loose.length > 0 ? openSync(w.idxPath, 'r') : -1;
   try {
-    out.put(encodePackHeader(0));
+    const head = encodePackHeader(0);
+    out.put(head, 0, head.length);
     for (let r = 0; r < n; r++) {
       const off = offsets[r]!;
       const end = r + 1 < n ? offsets[r + 1]! : dataEnd;
@@ -195,8 +195,8 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
         take = contains(loose, idAt, 0, len);
       }
       if (!take) continue;
-      out.put(hdr.subarray(0, encodeEntryHeader(isWhole ? h.type : OBJ_BLOB, h.size, hdr, 0)));
-      out.put(raw.subarray(h.headerLen));
+      out.put(hdr, 0, encodeEntryHeader(isWhole ? h.type : OBJ_BLOB, h.size, hdr, 0));
+      out.put(raw, h.headerLen, raw.length);
       if (isWhole) {
         whole[j] = 1;
         wholeCount++;

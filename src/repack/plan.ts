@@ -88,9 +88,9 @@ export interface PlanOptions {
 export function planPartition(input: PartitionInput, opts: PlanOptions): Plan {
   const scans = scanSources(input.packs);
   const info = scans.map(packInfo);
-  const { plan, table } = selectObjects(input, scans, info, opts);
-  linkBases(plan, table);
-  table.release(); // 8 bytes per object, needed only to find the bases
+  const { plan, selOf } = selectObjects(input, scans, info, opts);
+  linkBases(plan, selOf);
+  selOf.release(); // 4-8 bytes per object, needed only to find the bases
   for (const scan of scans) releaseNow(scan.parent); // read only there (4 bytes per object)
   // The writing needs the sources' offsets and CRC32s, not their ids (17 MB on git.git): they
   // are read from the .idx again for the new index.
@@ -121,11 +121,46 @@ function packInfo(sc: PackScan): Uint16Array {
   return a;
 }
 
+/** The selection number of an object, by its id (-1 when it is not selected). */
+interface Selection {
+  lookup(ids: Uint8Array, pos: number): number;
+  release(): void;
+}
+
+/**
+ * The selection of one pack and nothing loose, the everyday case: its ids are unique (the scan
+ * refuses an idx whose ids are not strictly increasing), so no table of ids is needed. An id is
+ * found in the pack's idx and mapped to its selection number: 4 bytes per object instead of 8,
+ * and no hashing of each id (jq: 40 % of the planning's CPU).
+ */
+class OnePackSelection implements Selection {
+  constructor(
+    private readonly pack: Pack,
+    /** By idx position: the selection number, or -1 (excluded). */
+    private selOfIdx: Int32Array,
+  ) {}
+
+  /** By idx position, without looking the id up. */
+  at(j: number): number {
+    return this.selOfIdx[j]!;
+  }
+
+  lookup(ids: Uint8Array, pos: number): number {
+    const j = this.pack.idx.find(ids, pos);
+    return j < 0 ? -1 : this.selOfIdx[j]!;
+  }
+
+  release(): void {
+    releaseNow(this.selOfIdx);
+    this.selOfIdx = new Int32Array(0);
+  }
+}
+
 /**
  * 2. The first copy of each id wins; objects kept elsewhere are left out. Selected objects are
  * numbered in order; the table reads their ids where they already are.
  */
-function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Array[], opts: PlanOptions): { plan: Plan; table: OidRefTable } {
+function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Array[], opts: PlanOptions): { plan: Plan; selOf: Selection } {
   const { packs, loose } = input;
   const len = opts.algo.len;
   let total = loose.length;
@@ -146,6 +181,24 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
     base: new Int32Array(0),
     outOrder: new Uint32Array(0),
   };
+  const only = packs.length === 1 && loose.length === 0 ? packs[0]! : undefined;
+  if (only !== undefined) {
+    const selOfIdx = new Int32Array(only.count).fill(-1);
+    const order = only.order;
+    const ids = only.idx.ids;
+    let n = 0;
+    for (let i = 0; i < order.length; i++) {
+      const j = order[i]!;
+      if (opts.excluded(ids, j * len)) plan.excluded++;
+      else {
+        plan.srcIdx[n] = j;
+        selOfIdx[j] = n++;
+      }
+      if (((i + 1) & 0x3fff) === 0) opts.onProgress?.('counting objects', i + 1, total);
+    }
+    plan.n = n;
+    return { plan: finishSelection(plan, opts), selOf: new OnePackSelection(only, selOfIdx) };
+  }
   const table = new OidRefTable(len, total, (v, ref) => idOf(plan, v, ref));
   const add = (pi: number, j: number, ids: Uint8Array, pos: number): void => {
     if (opts.excluded(ids, pos)) {
@@ -168,17 +221,22 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
   });
   loose.forEach((id, li) => add(plan.looseMark, li, id, 0));
   plan.n = table.size;
+  return { plan: finishSelection(plan, opts), selOf: table };
+}
+
+function finishSelection(plan: Plan, opts: PlanOptions): Plan {
+  const { packs } = plan.input;
   opts.onProgress?.('counting objects', plan.n, plan.n);
   // Each source entry's length: from here on nothing needs the sources' pack order (8 bytes per
   // object for the order and its inverse, against 4 for this).
   plan.entryLen = packs.map((p) => p.entryLengths());
   if (!opts.dryRun) for (const p of packs) p.releaseOrder();
   plan.base = new Int32Array(plan.n).fill(NO_BASE);
-  return { plan, table };
+  return plan;
 }
 
 /** 3. A delta keeps its base if the base object is in the output (any copy of it); else it is written whole. */
-function linkBases(plan: Plan, table: OidRefTable): void {
+function linkBases(plan: Plan, table: Selection): void {
   const { packs } = plan.input;
   for (let s = 0; s < plan.n; s++) {
     const pi = plan.srcPack[s]!;
@@ -188,7 +246,7 @@ function linkBases(plan: Plan, table: OidRefTable): void {
     const par = scan.parent[j]!;
     if (par === NO_PARENT) continue;
     let b = -1;
-    if (par >= 0) b = table.lookup(packs[pi]!.idx.ids, par * plan.len);
+    if (par >= 0) b = table instanceof OnePackSelection ? table.at(par) : table.lookup(packs[pi]!.idx.ids, par * plan.len);
     else if (par === EXTERNAL_PARENT) b = table.lookup(scan.externalBase.get(j)!, 0);
     else if (par === BROKEN) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
     plan.base[s] = b >= 0 ? b : WHOLE;

@@ -8,6 +8,9 @@ export function forcedThreads(env: NodeJS.ProcessEnv): number | undefined {
   return v !== undefined && /^\d+$/.test(v) ? Math.min(Number(v), 16) : undefined;
 }
 
+/** The fewest entries a rewrite starts worker threads for. */
+export const THREADS_FROM = 200_000;
+
 /** Runs batches on worker threads (round robin), or inline when there are none. */
 export class BatchPool {
   private readonly workers: Worker[] = [];
@@ -34,8 +37,11 @@ export class BatchPool {
   /** How many worker threads a rewrite of this many entries deserves. */
   static threadsFor(entries: number, forced?: number): number {
     if (forced !== undefined) return forced;
-    // Starting a worker costs ~40 ms: not worth it for a few thousand entries.
-    if (entries < 20000) return 0;
+    // Each thread (the re-encoding worker here, the writing thread with it) costs 40-60 ms of CPU
+    // to start and load its modules, and the pipeline's hand-offs more: nginx (95k entries)
+    // without them took 12-21 % less CPU, wall within 5 % either way, on two busy cores
+    // (docs/benchmarks.md §7a). git.git (849k) gains a quarter of its time from them.
+    if (entries < THREADS_FROM) return 0;
     return Math.max(1, Math.min(4, availableParallelism() - 1));
   }
 

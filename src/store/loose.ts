@@ -68,8 +68,15 @@ export function listLoose(objectsDir: string, algo: HashAlgo): Buffer[] {
   const out: Buffer[] = [];
   const rest = algo.len * 2 - 2;
   const hexRe = new RegExp(`^[0-9a-f]{${rest}}$`);
-  for (let b = 0; b < 256; b++) {
-    const dir = b.toString(16).padStart(2, '0');
+  // Only the fan-out directories there are: a failed readdir of each of the 256 costs an
+  // exception (jq, packed: 13-20 ms of CPU against 0.5, 40-50 ms of wall on a busy machine).
+  let top: string[];
+  try {
+    top = readdirSync(objectsDir).filter((d) => /^[0-9a-f]{2}$/.test(d)).sort();
+  } catch {
+    return out;
+  }
+  for (const dir of top) {
     let names: string[];
     try {
       names = readdirSync(join(objectsDir, dir));
