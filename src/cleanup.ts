@@ -46,8 +46,32 @@ export class KilledBySignal extends Error {
   }
 }
 
-/** Removes everything registered, newest first (the lock, taken first, goes last). Best effort. */
+/** Children still writing into what is registered (git index-pack into the check's directory). */
+const children = new Set<{ kill(signal?: NodeJS.Signals): boolean }>();
+
+/**
+ * Kills `child` before the registered paths are removed on a signal: a child still writing
+ * into a directory being removed could leave a file in it, and so the directory behind.
+ */
+export function killOnSignal<C extends { kill(signal?: NodeJS.Signals): boolean; once(event: 'exit', f: () => void): unknown }>(child: C): C {
+  children.add(child);
+  child.once('exit', () => children.delete(child));
+  return child;
+}
+
+/**
+ * Kills the registered children, then removes everything registered, newest first (the lock,
+ * taken first, goes last). Best effort.
+ */
 export function removeRegisteredPaths(): void {
+  for (const c of children) {
+    try {
+      c.kill('SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  children.clear();
   for (const p of [...registered].reverse()) {
     try {
       rmSync(p, { recursive: true, force: true });

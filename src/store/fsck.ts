@@ -1,3 +1,4 @@
+import { killOnSignal } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { KilledBySignal } from '../cleanup.js';
 
@@ -71,7 +72,7 @@ export function indexPackCheck(gitDir: string, packPath: string, idxOut: string,
   // Version 2 whatever pack.indexVersion says: `wholeNotIndexed` reads it.
   const args = ['index-pack', '--index-version=2', '--no-rev-index', '-o', idxOut, packPath];
   return new Promise((resolve, reject) => {
-    const child = spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = killOnSignal(spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['ignore', 'pipe', 'pipe'] }));
     const out: Buffer[] = [];
     let bytes = 0;
     const keep = (b: Buffer): void => {
