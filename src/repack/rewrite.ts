@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
@@ -5,6 +7,7 @@ import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
 import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
+import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
@@ -174,6 +177,8 @@ class PartitionRewrite {
       return { stats: this.stats, written: undefined, unchanged: true };
     }
     const { stats } = this;
+    // Room for the new pack beside the old one, asked before a byte of it is written.
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), this.outputEstimate(), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -232,6 +237,36 @@ class PartitionRewrite {
     if (opts.dryRun) return dryRunOutput();
     if (opts.zpack !== undefined) return zpackOutput({ path: opts.tmp.pack, algo: opts.algo, count: plan.n, zout: opts.zpack, outCrc: this.outCrc });
     return gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
+  }
+
+  /**
+   * About the size of the pack and its index, for the free-space check: an entry copied or
+   * deflated anew at its length (a level other than 0 changes it little), one stored anew (level
+   * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
+   */
+  private outputEstimate(): number {
+    const { plan } = this;
+    let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
+    for (let k = 0; k < plan.n; k++) {
+      const s = plan.outOrder[k]!;
+      const pi = plan.srcPack[s]!;
+      const j = plan.srcIdx[s]!;
+      if (pi === plan.looseMark) {
+        bytes += MAX_ENTRY_HEADER + (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })?.size ?? 0);
+        continue;
+      }
+      const len = plan.entryLen[pi]![j]!;
+      const b = plan.base[s]!;
+      // The type of an entry whose chain goes through an object written directly is not known yet.
+      if (isDirect(plan, s) || (b >= 0 && this.outType[b] === 0)) {
+        this.outType[s] = 0;
+        bytes += MAX_ENTRY_HEADER + len;
+        continue;
+      }
+      const { copy, level } = this.classify(s);
+      bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
+    }
+    return bytes;
   }
 
   /** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
