@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
-import type { HashAlgo } from '../hash/algo.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
 import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
@@ -37,6 +37,17 @@ const BATCH_BYTES = 256 << 10;
  * every one handed back).
  */
 const SPARE_BUFFERS = 2;
+/**
+ * An entry larger than a batch makes a batch of its own size: beyond two batches in flight, no
+ * more than this many source bytes, so that a pack of 48 MiB blobs holds about two of them at
+ * a time, not one per stage of the pipeline (normal batches never come near it).
+ */
+const INFLIGHT_BYTES = 16 << 20;
+/**
+ * The largest pack entry the rewrite moves: it holds each one whole in its batch (a 1.5 GiB blob
+ * takes 1.5 GiB more memory), and one read is at most 2 GiB - 1 bytes (issue 20, docs/benchmarks.md §8).
+ */
+export const MAX_HELD_ENTRY = 2 ** 31 - 1;
 
 export interface TypeCounts {
   commit: number;
@@ -101,6 +112,8 @@ interface InFlight {
   rawStart: Uint32Array;
   headerLen: Uint8Array;
   rawLen: Uint32Array;
+  /** Source bytes read for it. */
+  bytes: number;
 }
 
 /**
@@ -256,6 +269,7 @@ class PartitionRewrite {
         continue;
       }
       const len = plan.entryLen[pi]![j]!;
+      if (len > MAX_HELD_ENTRY) this.refuseLarge(pi, j, len);
       const b = plan.base[s]!;
       // The type of an entry whose chain goes through an object written directly is not known yet.
       if (isDirect(plan, s) || (b >= 0 && this.outType[b] === 0)) {
@@ -267,6 +281,13 @@ class PartitionRewrite {
       bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
     }
     return bytes;
+  }
+
+  private refuseLarge(pi: number, j: number, len: number): never {
+    const pack = this.plan.input.packs[pi]!;
+    const off = pack.idx.offsets[j]!;
+    const id = toHex(pack.idx.idAt(j));
+    throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds each entry it moves whole, and refuses one over ${MAX_HELD_ENTRY} bytes`, { file: pack.packPath, offset: off, objectId: id });
   }
 
   /** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
@@ -391,7 +412,7 @@ class PartitionRewrite {
     if (this.zsrc !== undefined || opts.zpack !== undefined) pool.setDicts(this.zsrc?.zstdDicts.dicts, opts.zpack?.dicts.map((d) => d.data));
     const pipelineDepth = Math.max(2, pool.threads + 2);
     while (this.next < plan.n || this.inflight.length > 0) {
-      while (this.inflight.length < pipelineDepth && this.next < plan.n) this.inflight.push(this.buildBatch(pool));
+      while (this.inflight.length < pipelineDepth && this.next < plan.n && (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)) this.inflight.push(this.buildBatch(pool));
       const b = this.inflight.shift()!;
       const r = await b.promise;
       if (r.error) {
@@ -433,6 +454,12 @@ class PartitionRewrite {
     }
   }
 
+  private inflightBytes(): number {
+    let bytes = 0;
+    for (const f of this.inflight) bytes += f.bytes;
+    return bytes;
+  }
+
   private takeBuffer(bytes: number): ArrayBuffer {
     const i = this.freeIn.findIndex((b) => b.byteLength >= bytes);
     if (i >= 0) return this.freeIn.splice(i, 1)[0]!;
@@ -458,7 +485,7 @@ class PartitionRewrite {
     const directs = this.fillJob(job, from);
     this.next = to;
     const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
-    return { promise: pool.run(job), from, to, directs, ...copy };
+    return { promise: pool.run(job), from, to, directs, bytes, ...copy };
   }
 
   private newJob(m: number, bytes: number): BatchJob {

@@ -1,4 +1,5 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 import { openRegular, readRegular } from './regular.js';
 import { basename } from 'node:path';
 import { inflateExact } from '../codec/inflate.js';
@@ -435,9 +436,16 @@ export class Pack {
    * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
    * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
    * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
-   * once and in order (for hashing the pack in the same pass).
+   * once and in order (for hashing the pack in the same pass). With `streamLarge`, an entry
+   * larger than a chunk is read a chunk at a time and never held: `raw` is its first chunk, and
+   * `whole` gives its length and CRC32 (a 1.5 GiB blob was held whole by every scan: issue 20).
    */
-  scan(visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = SEQUENTIAL_CHUNK, onBytes?: (bytes: Buffer) => void): void {
+  scan(
+    visit: (j: number, offset: number, raw: Buffer, whole?: { len: number; crc: number }) => void,
+    chunkSize = SEQUENTIAL_CHUNK,
+    onBytes?: (bytes: Buffer) => void,
+    streamLarge = false,
+  ): void {
     const order = this.order;
     const offs = this.idx.offsets;
     let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(this.dataEnd, 1)));
@@ -451,6 +459,21 @@ export class Pack {
       const len = end - off;
       if (off < this.dataStart || len <= 0 || end > this.dataEnd) {
         throw corrupt('bad-pack', this.packPath, off, 'entry offset out of range');
+      }
+      if (len > chunkSize && streamLarge) {
+        const head = this.read(off, chunkSize);
+        let crc = crc32(head);
+        if (onBytes && off === fed) onBytes(head);
+        let piece: Buffer | undefined;
+        for (let p = off + chunkSize; p < end; p += chunkSize) {
+          const l = Math.min(chunkSize, end - p);
+          piece = this.read(p, l, (piece ??= Buffer.allocUnsafe(chunkSize)).subarray(0, l));
+          crc = crc32(piece, crc);
+          if (onBytes && off === fed) onBytes(piece);
+        }
+        if (onBytes && off === fed) fed = end;
+        visit(j, off, head, { len, crc });
+        continue;
       }
       if (len > chunkSize) {
         const big = this.read(off, len);
