@@ -6,7 +6,7 @@ import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
 import { resolveChains } from '../store/chain.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
-import { GitError, corrupt } from '../errors.js';
+import { corrupt } from '../errors.js';
 
 export interface TypeCensus {
   type: string;

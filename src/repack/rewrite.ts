@@ -1,10 +1,11 @@
+import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
+import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
-import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
 import { readLooseFile, loosePath } from '../store/loose.js';
+import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
@@ -16,10 +17,14 @@ import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
 import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
+import { countType, type RewriteStats } from './stats.js';
+import { outputBound, outputEstimate } from './output-size.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 
 export type { PartitionInput } from './plan.js';
 export type { WrittenPack, ZpackOutput } from './sink.js';
+export type { RewriteStats, TypeCounts } from './stats.js';
+export { MAX_HELD_ENTRY } from './output-size.js';
 
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
 const BATCH_MAX = 4096;
@@ -32,25 +37,12 @@ const BATCH_BYTES = 256 << 10;
 // the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
 // every one handed back).
 const SPARE_BUFFERS = 2;
-
-export interface TypeCounts {
-  commit: number;
-  tree: number;
-  blob: number;
-  tag: number;
-}
-
-export interface RewriteStats {
-  objects: number;
-  copied: number;
-  reencoded: TypeCounts;
-  whole: number;
-  loose: number;
-  duplicatesDropped: number;
-  excluded: number;
-  bytesIn: number;
-  bytesOut: number;
-}
+/**
+ * An entry larger than a batch makes a batch of its own size: beyond two batches in flight, no
+ * more than this many source bytes, so that a pack of 48 MiB blobs holds about two of them at
+ * a time, not one per stage of the pipeline (normal batches never come near it).
+ */
+const INFLIGHT_BYTES = 16 << 20;
 
 export interface RewriteOptions {
   zpack?: ZpackOutput | undefined;
@@ -97,6 +89,8 @@ interface InFlight {
   rawStart: Uint32Array;
   headerLen: Uint8Array;
   rawLen: Uint32Array;
+  /** Source bytes read for it. */
+  bytes: number;
 }
 
 /**
@@ -147,7 +141,7 @@ class PartitionRewrite {
     // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each
     // entry becomes; loose objects, deltas written whole (sizes not known yet) and zstd output
     // always get 64-bit ones.
-    const small = opts.zpack === undefined && plan.input.loose.length === 0 && this.outputBound() < 0x100000000;
+    const small = opts.zpack === undefined && plan.input.loose.length === 0 && outputBound(plan) < 0x100000000;
     this.outOffset = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
     this.outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
     this.outType = new Uint8Array(n);
@@ -173,6 +167,8 @@ class PartitionRewrite {
       return { stats: this.stats, written: undefined, unchanged: true };
     }
     const { stats } = this;
+    // Room for the new pack beside the old one, asked before a byte of it is written.
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -231,20 +227,6 @@ class PartitionRewrite {
     if (opts.dryRun) return dryRunOutput();
     if (opts.zpack !== undefined) return zpackOutput({ path: opts.tmp.pack, algo: opts.algo, count: plan.n, zout: opts.zpack, outCrc: this.outCrc });
     return gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
-  }
-
-  /** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
-  private outputBound(): number {
-    const { plan } = this;
-    let bound = 12 + plan.len;
-    for (let s = 0; s < plan.n; s++) {
-      if (isDirect(plan, s)) return Infinity;
-      const pi = plan.srcPack[s]!;
-      const j = plan.srcIdx[s]!;
-      const size = plan.scans[pi]!.size[j]!;
-      bound += MAX_ENTRY_HEADER + Math.max(plan.entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
-    }
-    return bound;
   }
 
   /** What happens to a pack entry: its type, its encoding (encoding.ts), and whether a re-encode may keep it. */
@@ -355,7 +337,7 @@ class PartitionRewrite {
     if (this.zsrc !== undefined || opts.zpack !== undefined) pool.setDicts(this.zsrc?.zstdDicts.dicts, opts.zpack?.dicts.map((d) => d.data));
     const pipelineDepth = Math.max(2, pool.threads + 2);
     while (this.next < plan.n || this.inflight.length > 0) {
-      while (this.inflight.length < pipelineDepth && this.next < plan.n) this.inflight.push(this.buildBatch(pool));
+      while (this.inflight.length < pipelineDepth && this.next < plan.n && (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)) this.inflight.push(this.buildBatch(pool));
       const b = this.inflight.shift()!;
       const r = await b.promise;
       if (r.error) {
@@ -397,6 +379,12 @@ class PartitionRewrite {
     }
   }
 
+  private inflightBytes(): number {
+    let bytes = 0;
+    for (const f of this.inflight) bytes += f.bytes;
+    return bytes;
+  }
+
   private takeBuffer(bytes: number): ArrayBuffer {
     const i = this.freeIn.findIndex((b) => b.byteLength >= bytes);
     if (i >= 0) return this.freeIn.splice(i, 1)[0]!;
@@ -422,7 +410,7 @@ class PartitionRewrite {
     const directs = this.fillJob(job, from);
     this.next = to;
     const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
-    return { promise: pool.run(job), from, to, directs, ...copy };
+    return { promise: pool.run(job), from, to, directs, bytes, ...copy };
   }
 
   private newJob(m: number, bytes: number): BatchJob {
@@ -493,7 +481,3 @@ class PartitionRewrite {
 
 const EMPTY = Buffer.alloc(0);
 
-function countType(c: TypeCounts, type: number, by: number): void {
-  const n = typeName(type);
-  if (n === 'commit' || n === 'tree' || n === 'blob' || n === 'tag') c[n] += by;
-}

@@ -1,3 +1,4 @@
+import { crc32 } from 'node:zlib';
 import { corrupt } from '../errors.js';
 import { SEQUENTIAL_CHUNK, type Pack } from './pack.js';
 
@@ -5,9 +6,17 @@ import { SEQUENTIAL_CHUNK, type Pack } from './pack.js';
  * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
  * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
  * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
- * once and in order (for hashing the pack in the same pass).
+ * once and in order (for hashing the pack in the same pass). With `streamLarge`, an entry
+ * larger than a chunk is read a chunk at a time and never held: `raw` is its first chunk, and
+ * `whole` gives its length and CRC32 (a 1.5 GiB blob was held whole by every scan: issue 20).
  */
-export function scanEntries(pack: Pack, visit: (j: number, offset: number, raw: Buffer) => void, chunkSize = SEQUENTIAL_CHUNK, onBytes?: (bytes: Buffer) => void): void {
+export function scanEntries(
+  pack: Pack,
+  visit: (j: number, offset: number, raw: Buffer, whole?: { len: number; crc: number }) => void,
+  chunkSize = SEQUENTIAL_CHUNK,
+  onBytes?: (bytes: Buffer) => void,
+  streamLarge = false,
+): void {
   const order = pack.order;
   const offs = pack.idx.offsets;
   let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(pack.dataEnd, 1)));
@@ -21,6 +30,21 @@ export function scanEntries(pack: Pack, visit: (j: number, offset: number, raw: 
     const len = end - off;
     if (off < pack.dataStart || len <= 0 || end > pack.dataEnd) {
       throw corrupt('bad-pack', pack.packPath, off, 'entry offset out of range');
+    }
+    if (len > chunkSize && streamLarge) {
+      const head = pack.read(off, chunkSize);
+      let crc = crc32(head);
+      if (onBytes && off === fed) onBytes(head);
+      let piece: Buffer | undefined;
+      for (let p = off + chunkSize; p < end; p += chunkSize) {
+        const l = Math.min(chunkSize, end - p);
+        piece = pack.read(p, l, (piece ??= Buffer.allocUnsafe(chunkSize)).subarray(0, l));
+        crc = crc32(piece, crc);
+        if (onBytes && off === fed) onBytes(piece);
+      }
+      if (onBytes && off === fed) fed = end;
+      visit(j, off, head, { len, crc });
+      continue;
     }
     if (len > chunkSize) {
       const big = pack.read(off, len);

@@ -65,10 +65,10 @@ export function scanPack(
     opts.onProblem({ file, offset: pack.dataStart, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
   }
   const zstd = pack.isZpack;
-  scanEntries(pack, (j, off, raw) => {
+  scanEntries(pack, (j, off, raw, whole) => {
     if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
     if (checkCrc) {
-      const c = crc32(raw);
+      const c = whole?.crc ?? crc32(raw);
       const want = idx.crc(j);
       if (c !== want) {
         opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${want.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
@@ -84,7 +84,7 @@ export function scanPack(
     }
     // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
     // refused before anyone allocates for it.
-    const dataLen = raw.length - h.headerLen;
+    const dataLen = (whole?.len ?? raw.length) - h.headerLen;
     if (h.size > dataLen * (zstd ? 32768 : 1032) + 1024) {
       opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of ${zstd ? 'zstd' : 'zlib'} data` });
       return;
@@ -119,7 +119,7 @@ export function scanPack(
     } else {
       scan.parent[j] = NO_PARENT;
     }
-  }, undefined, opts.onBytes);
+  }, undefined, opts.onBytes, true);
   return scan;
 }
 

@@ -38,10 +38,14 @@ export async function inflateEntryStreaming(pack: Pack, dataStart: number, end: 
     for (let pos = dataStart; pos < end && !tooBig && failed === undefined; pos += chunk) {
       const buf = pack.read(pos, Math.min(chunk, end - pos));
       if (!inf.write(buf)) {
+        // Each wait takes its listeners off again: left on, a blob of more than ten chunks
+        // of backpressure made Node warn of a listener leak on stderr (issue 20).
         await new Promise<void>((r) => {
-          inf.once('drain', r);
-          inf.once('error', () => r());
-          inf.once('close', r);
+          const done = (): void => {
+            inf.off('drain', done).off('error', done).off('close', done);
+            r();
+          };
+          inf.on('drain', done).on('error', done).on('close', done);
         });
       }
     }

@@ -1,0 +1,66 @@
+import { statSync } from 'node:fs';
+import { GitError } from '../errors.js';
+import { toHex } from '../hash/algo.js';
+import { MAX_ENTRY_HEADER } from '../format/pack.js';
+import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
+import { loosePath } from '../store/loose.js';
+import type { EntryEncoding } from './encoding.js';
+import { isDirect, type Plan } from './plan.js';
+
+/** What the new pack of a plan may take on disk: its bound (for the idx's offsets) and the free-space estimate. */
+
+/**
+ * The largest pack entry the rewrite moves: it holds each one whole in its batch (a 1.5 GiB blob
+ * takes 1.5 GiB more memory), and one read is at most 2 GiB - 1 bytes (issue 20, docs/benchmarks.md §8).
+ */
+export const MAX_HELD_ENTRY = 2 ** 31 - 1;
+
+/** The largest pack the entries could make: each at its raw length or its largest re-encoding. */
+export function outputBound(plan: Plan): number {
+  let bound = 12 + plan.len;
+  for (let s = 0; s < plan.n; s++) {
+    if (isDirect(plan, s)) return Infinity;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    const size = plan.scans[pi]!.size[j]!;
+    bound += MAX_ENTRY_HEADER + Math.max(plan.entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
+  }
+  return bound;
+}
+
+/**
+ * About the size of the pack and its index, for the free-space check: an entry copied or
+ * deflated anew at its length (a level other than 0 changes it little), one stored anew (level
+ * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
+ */
+export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array): number {
+  let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
+  for (let k = 0; k < plan.n; k++) {
+    const s = plan.outOrder[k]!;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    if (pi === plan.looseMark) {
+      bytes += MAX_ENTRY_HEADER + (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })?.size ?? 0);
+      continue;
+    }
+    const len = plan.entryLen[pi]![j]!;
+    if (len > MAX_HELD_ENTRY) refuseLarge(plan, pi, j, len);
+    const b = plan.base[s]!;
+    // The type of an entry whose chain goes through an object written directly is not known yet.
+    if (isDirect(plan, s) || (b >= 0 && outType[b] === 0)) {
+      outType[s] = 0;
+      bytes += MAX_ENTRY_HEADER + len;
+      continue;
+    }
+    const { copy, level } = classify(s);
+    bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
+  }
+  return bytes;
+}
+
+function refuseLarge(plan: Plan, pi: number, j: number, len: number): never {
+  const pack = plan.input.packs[pi]!;
+  const off = pack.idx.offsets[j]!;
+  const id = toHex(pack.idx.idAt(j));
+  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds each entry it moves whole, and refuses one over ${MAX_HELD_ENTRY} bytes`, { file: pack.packPath, offset: off, objectId: id });
+}
