@@ -460,6 +460,57 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     await same(['--stdin-paths'], { cwd: repo, input: spelled.join('\n') + '\n' });
   }, 240_000);
 
+  it('--stdin-paths: content without a CR asks git for attributes only where ident, an encoding, a filter or a macro may apply', async () => {
+    const repo = initRepo('cr-free');
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('text\n', 'utf16le')]);
+    const files: [string, string | Buffer][] = [
+      ['id.txt', 'x $Id: 0123 $ y\n'],
+      ['enc.txt', utf16],
+      ['f.dat', 'aaa\n'],
+      ['sub/plain.sh', 'echo $Id: 1 $\n'],
+      ['crlf.sh', 'a\r\nb\r\n'],
+    ];
+    for (const [n, c] of files) write(path.join(repo, n), c);
+    const list = files.map(([n]) => n).join('\n') + '\n';
+    const trace = path.join(root, 'cr-free.trace');
+    const checkAttrRuns = async (o: Partial<RunOpts> = {}): Promise<number> => {
+      fs.rmSync(trace, { force: true });
+      await run('ours', ['--stdin-paths'], { cwd: repo, input: list, ...o, env: { ...o.env, GIT_TRACE: trace } });
+      return (fs.readFileSync(trace, 'utf8').match(/built-in: git check-attr/g) ?? []).length;
+    };
+    // Line endings alone: git is asked about the one path with a CR, not the others.
+    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n*.txt -text\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    expect(await checkAttrRuns()).toBe(1);
+    expect(await checkAttrRuns({ input: list.replace('crlf.sh\n', '') })).toBe(0);
+    // Each of these changes content that has no CR (or may): git's answer for every path.
+    const attrs = [
+      'id.txt ident\n',
+      'enc.txt working-tree-encoding=UTF-16\n',
+      '[attr]tagged ident\nid.txt tagged\n',
+      'sub/* -ident\n',
+    ];
+    for (const a of attrs) {
+      write(path.join(repo, '.gitattributes'), a);
+      await same(['--stdin-paths'], { cwd: repo, input: list });
+    }
+    write(path.join(repo, '.gitattributes'), '*.dat filter=tr\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', 'filter.tr.clean=tr a b'] });
+    expect(await checkAttrRuns({ pre: ['-c', 'filter.tr.clean=tr a b'] })).toBe(1);
+    // A filter nobody configured changes nothing: only the CR path is asked about.
+    expect(await checkAttrRuns()).toBe(1);
+    // In a subdirectory's attributes file, in info/attributes, in the global file.
+    fs.rmSync(path.join(repo, '.gitattributes'));
+    write(path.join(repo, 'sub/.gitattributes'), 'plain.sh ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    fs.rmSync(path.join(repo, 'sub/.gitattributes'));
+    write(path.join(repo, '.git/info/attributes'), 'id.txt ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    fs.rmSync(path.join(repo, '.git/info/attributes'));
+    const global = write(path.join(root, 'cr-free.attributes'), 'id.txt ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', `core.attributesFile=${global}`] });
+  });
+
   it('attribute reports that could be strings are read both ways', async () => {
     const none = () => false;
     const rep = (o: Record<string, string>) => new Map(Object.entries(o));

@@ -192,6 +192,35 @@ export function pathString(p: string | Buffer): string {
   return typeof p === 'string' ? p : p.toString('utf8');
 }
 
+/** A test of attributes files' text, each file read once, each directory's answer remembered. */
+interface FileScan {
+  file(path: string): boolean;
+  /** For the global, system and info/attributes files together. */
+  global: boolean | undefined;
+  below: Map<string, boolean>;
+}
+
+function fileScan(test: (text: string) => boolean): FileScan {
+  const files = new Map<string, boolean>();
+  return {
+    file(path: string): boolean {
+      let v = files.get(path);
+      if (v === undefined) {
+        let text = '';
+        try {
+          text = readFileSync(path, 'latin1');
+        } catch {
+          text = '';
+        }
+        files.set(path, (v = test(text)));
+      }
+      return v;
+    },
+    global: undefined,
+    below: new Map(),
+  };
+}
+
 export interface AttributeSource {
   config: GitConfig;
   repo: Repository | undefined;
@@ -366,9 +395,16 @@ export class AttributeOracle {
     const root = this.s.repo.workTree ?? cwd;
     const s = pathString(p);
     const slash = s.lastIndexOf('/');
+    // The directory as written, then resolved: paths of one directory cost a lookup each.
+    const written = '\0' + cwd + '\0' + (slash < 0 ? '' : s.slice(0, slash));
+    const seen = memo.get(written);
+    if (seen !== undefined) return seen;
     const start = slash < 0 ? cwd : resolve(cwd, s.slice(0, slash));
     const known = memo.get(start);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      memo.set(written, known);
+      return known;
+    }
     let found = false;
     for (let dir = start; ; dir = dirname(dir)) {
       const k = memo.get(dir);
@@ -383,6 +419,7 @@ export class AttributeOracle {
       if (dir === root || !isInside(root, dir)) break;
     }
     memo.set(start, found);
+    memo.set(written, found);
     return found;
   }
 
@@ -391,36 +428,44 @@ export class AttributeOracle {
    * attributes file that may apply to `p` spells one (`=set`, `=unset`): each file read once.
    */
   private spelledStates(p: string | Buffer, cwd: string): boolean {
-    if (this.spelledGlobal === undefined) {
+    return this.someFileApplying(this.spelled, p, cwd);
+  }
+
+  private readonly spelled = fileScan((text) => /=(un)?set/.test(text));
+
+  /**
+   * Could git change this path's content if it holds no CR? Without -w only `ident`, a filter
+   * with a configured driver or `working-tree-encoding` can (crlf_to_git: "No CRLF? Nothing to
+   * convert"; no safecrlf check without HASH_WRITE_OBJECT), and a macro (`[attr]`) might set
+   * them: true when some attributes file that may apply names one of these, or the path is
+   * outside the repository.
+   */
+  mayConvertWithoutCr(p: string | Buffer, cwd: string): boolean {
+    if (!this.insideRepository(p, cwd)) return true;
+    return this.someFileApplying(this.naming, p, cwd);
+  }
+
+  private readonly naming = fileScan((text) => {
+    // Any token naming them, negated or valued or in a comment: a false alarm only costs a check-attr run.
+    const names = this.drivers.size > 0 ? 'ident|working-tree-encoding|filter' : 'ident|working-tree-encoding';
+    return new RegExp(`(^|[\\s!-])(${names})([\\s=]|$)|\\[attr\\]`, 'm').test(text);
+  });
+
+  /** Does `scan` hold for some attributes file that may apply to `p`: global, system, info/attributes, or a `.gitattributes` above it? */
+  private someFileApplying(scan: FileScan, p: string | Buffer, cwd: string): boolean {
+    if (scan.global === undefined) {
       const files = [...this.globalAttributeFiles(cwd)];
       const repo = this.s.repo;
       if (repo !== undefined) files.push(join(repo.commonDir, 'info', 'attributes'));
-      this.spelledGlobal = files.some((f) => this.spells(f));
+      scan.global = files.some((f) => fileExists(f) && scan.file(f));
     }
-    if (this.spelledGlobal) return true;
-    return this.someDirectory(p, cwd, (dir) => this.spells(join(dir, '.gitattributes')), this.spelledBelow);
+    if (scan.global) return true;
+    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir) && scan.file(join(dir, '.gitattributes')), scan.below);
   }
 
-  private spelledGlobal: boolean | undefined;
-  private readonly spelledBelow = new Map<string, boolean>();
   private readonly mayApplyBelow = new Map<string, boolean>();
   /** Decisions by the report's conversion attributes (few combinations in a tree). */
   private readonly decided = new Map<string, Decision>();
-  private readonly spelledFiles = new Map<string, boolean>();
-
-  private spells(file: string): boolean {
-    let v = this.spelledFiles.get(file);
-    if (v === undefined) {
-      let text = '';
-      try {
-        text = readFileSync(file, 'latin1');
-      } catch {
-        text = '';
-      }
-      this.spelledFiles.set(file, (v = /=(un)?set/.test(text)));
-    }
-    return v;
-  }
 
   private hasAttributesFile(dir: string): boolean {
     let known = this.dirs.get(dir);

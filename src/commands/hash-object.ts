@@ -2,9 +2,11 @@ import { GitError } from '../errors.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import type { Decision } from './hash-object-attrs.js';
+import type { PreHashed } from './pre-hash.js';
 import { Session, type Delegation } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
-import { LineReader } from './read-loop.js';
+import type { PreHashPool } from './pre-hash-pool.js';
+import { LineReader, regularFileSize } from './read-loop.js';
 
 export { attrsAreIdentity, decisionFor } from './hash-object-attrs.js';
 export { DelegatedGitFailed } from './hash-object-session.js';
@@ -99,8 +101,14 @@ export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'c
  * setup, like git.
  */
 export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks): Promise<HashObjectResult> {
-  const repo = openHashObjectRepository(o);
-  const s = new Session(o, hooks, repo);
+  const pool = await preHashPool(o);
+  let s: Session;
+  try {
+    s = new Session(o, hooks, openHashObjectRepository(o), pool);
+  } catch (e) {
+    pool?.close();
+    throw e;
+  }
   try {
     await s.prepareWrite();
     const problem = usageProblem(o);
@@ -113,6 +121,19 @@ export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks):
     s.close();
   }
   return s.result;
+}
+
+/**
+ * `--stdin-paths` without -w hashes blobs ahead of their turn (pre-hash.ts), on two threads for
+ * long lists. A list in a file of more than WORKER_MIN_PATHS short names starts the second thread
+ * now: it starts while this one finds the repository and reads the configuration.
+ */
+async function preHashPool(o: HashObjectOptions): Promise<PreHashPool | undefined> {
+  if (!o.stdinPaths || o.write || o.type !== 'blob' || usageProblem(o) !== undefined) return undefined;
+  const { PreHashPool, WORKER_MIN_PATHS } = await import('./pre-hash-pool.js');
+  const pool = new PreHashPool();
+  if ((regularFileSize(o.stdinFd ?? 0) ?? 0) >= WORKER_MIN_PATHS * 8) pool.startWorker();
+  return pool;
 }
 
 /** `--stdin [--path=p]`: read once, so any conversion that may apply is git's to do. */
@@ -152,7 +173,6 @@ async function hashFiles(s: Session): Promise<void> {
  */
 async function hashStdinPaths(s: Session): Promise<void> {
   const reader = new LineReader(s.o.stdinFd ?? 0);
-  if (!s.o.write && s.o.type === 'blob') await s.loadPreHash();
   for (let lines = reader.next(); lines !== undefined; lines = reader.next()) {
     s.hooks.signal?.throwIfAborted();
     const paths: Buffer[] = [];
@@ -169,10 +189,23 @@ async function hashStdinPaths(s: Session): Promise<void> {
 
 async function hashPathBatch(s: Session, lines: Buffer[], paths: Buffer[]): Promise<void> {
   const o = s.o;
-  const decided = s.decideAsync(paths, s.base);
-  // Without -w a blob's id does not depend on the decision: hash while git answers.
-  const early = !o.write && o.type === 'blob' ? s.preHash(paths) : [];
-  const decisions = await decided;
+  let early: (PreHashed | undefined)[] = [];
+  let decisions: Decision[];
+  if (o.write || o.type !== 'blob') decisions = await s.decideAsync(paths, s.base);
+  else if (s.mayConvertWithoutCr(paths)) {
+    // Without -w a blob's id does not depend on the decision: hash while git answers.
+    const decided = s.decideAsync(paths, s.base);
+    early = s.preHash(paths);
+    decisions = await decided;
+  } else {
+    // Only content with a CR can change: git is asked about those paths alone, once they are known.
+    early = s.preHash(paths);
+    const ask: number[] = [];
+    for (let i = 0; i < paths.length; i++) if (early[i]?.cr !== false) ask.push(i);
+    const answers = s.decide(ask.map((i) => paths[i]!), s.base);
+    decisions = paths.map(() => 'identity');
+    for (let k = 0; k < ask.length; k++) decisions[ask[k]!] = answers[k]!;
+  }
   for (let i = 0; i < paths.length; i++) {
     const p = paths[i]!;
     const d = decisions[i]!;
