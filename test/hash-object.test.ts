@@ -16,8 +16,8 @@ import type { Io } from '../src/cli/io.js';
 import { main } from '../src/cli/main.js';
 import { ParallelDeflate, adler32, zlibHeader } from '../src/codec/parallel-deflate.js';
 import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object.js';
-import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object-config.js';
-import { GitConfig } from '../src/store/config.js';
+import { fsyncLooseObjects, parseFsyncComponents, parsePlainConfig, readPlainConfig } from '../src/commands/hash-object-config.js';
+import { GitConfig, parseConfigList } from '../src/store/config.js';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { ContentSizeError, ObjectHasher, hashFdSync, hashObject } from '../src/hash/hash-object.js';
 import { git, gitEnv, gitOk, lines } from './helpers/git.js';
@@ -562,6 +562,68 @@ function objectFiles(repo: string, bare = false): Written {
   const packs = fs.existsSync(packDir) ? fs.readdirSync(packDir).filter((f) => f.endsWith('.pack')) : [];
   return { loose: loose.sort(), packs: packs.sort() };
 }
+
+describe('hash-object: configuration read without git config when it is plain', () => {
+  function gitOutput(gitDir: string | undefined, env: Record<string, string>): Buffer {
+    const where = gitDir ? { GIT_DIR: gitDir } : { GIT_CEILING_DIRECTORIES: '/' };
+    return spawnSync('git', ['config', '--list', '-z'], { env: { ...env, ...where }, cwd: gitDir ?? '/' }).stdout;
+  }
+  const listed = (c: GitConfig | undefined) => c?.keys().map((k) => [k, c.getAll(k)]);
+  const gitList = (gitDir: string | undefined, env: Record<string, string>) => listed(new GitConfig(parseConfigList(gitOutput(gitDir, env))));
+  const ours = (commonDir: string | undefined, env: Record<string, string>) => listed(readPlainConfig(commonDir, env));
+
+  it('plain files: the same entries as git config --list, in git’s order (global, then the repository)', () => {
+    const repo = initRepo('plain-config');
+    const globalFile = write(path.join(root, 'plain-config.global'), [
+      '# comment',
+      '[user]',
+      '\tname =  A  B\tC  ',
+      '[Alias "Sub.Dir"]',
+      '  Lg = log --oneline=x',
+      '[flags]',
+      '\tBare',
+      '\tempty =',
+      '[core]\r',
+      '\tcompression = 3\r',
+      ';other comment',
+      '',
+    ].join('\n'));
+    fs.appendFileSync(path.join(repo, '.git', 'config'), '[core]\n\tlooseCompression = 5\n[flags]\n\tbare = false\n');
+    const env = { ...gitEnv(), GIT_CONFIG_GLOBAL: globalFile, GIT_CONFIG_NOSYSTEM: '1' };
+    expect(ours(path.join(repo, '.git'), env)).toEqual(gitList(path.join(repo, '.git'), env));
+    // Bare keys (null) and empty values ('') apart, as git prints them.
+    const parsed = new Map<string, (string | null)[]>();
+    expect(parsePlainConfig(fs.readFileSync(globalFile, 'utf8') + fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8'), parsed)).toBe(true);
+    expect([...parsed]).toEqual([...parseConfigList(gitOutput(path.join(repo, '.git'), env))]);
+    expect(parsed.get('flags.bare')).toEqual([null, 'false']);
+    expect(ours(undefined, env)).toEqual(gitList(undefined, env));
+    // XDG and ~/.gitconfig, in that order, when GIT_CONFIG_GLOBAL is not set.
+    const home = path.join(root, 'plain-config-home');
+    write(path.join(home, '.gitconfig'), '[core]\n\tcompression = 4\n');
+    write(path.join(home, '.config', 'git', 'config'), '[core]\n\tcompression = 2\n');
+    const homeEnv = { ...gitEnv(), HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
+    delete (homeEnv as Record<string, string | undefined>).GIT_CONFIG_GLOBAL;
+    delete (homeEnv as Record<string, string | undefined>).XDG_CONFIG_HOME;
+    expect(ours(path.join(repo, '.git'), homeEnv)).toEqual(gitList(path.join(repo, '.git'), homeEnv));
+  });
+
+  it('anything else is left to git: quotes, escapes, comments after values, includes, git -c, a system file', () => {
+    const repo = initRepo('unplain-config');
+    const env = { ...gitEnv(), GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+    const cfg = path.join(repo, '.git', 'config');
+    const base = fs.readFileSync(cfg, 'utf8');
+    expect(ours(path.join(repo, '.git'), env)).toBeDefined();
+    for (const extra of ['[a]\n\tb = "q"\n', '[a]\n\tb = x\\\n y\n', '[a]\n\tb = x # c\n', '[include]\n\tpath = x\n', '[a.B]\n\tc = 1\n', '[a] b = 1\n', '[a "x\\"y"]\n\tb = 1\n', '[a]\n\tb = 1 ; c\n']) {
+      fs.writeFileSync(cfg, base + extra);
+      expect(readPlainConfig(path.join(repo, '.git'), env), extra).toBeUndefined();
+    }
+    fs.writeFileSync(cfg, 'b = 1\n' + base);
+    expect(readPlainConfig(path.join(repo, '.git'), env)).toBeUndefined();
+    fs.writeFileSync(cfg, base);
+    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_PARAMETERS: "'a.b'='1'" })).toBeUndefined();
+    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_CONFIG_SYSTEM: '/dev/null' })).toBeUndefined();
+  });
+});
 
 describe('hash-object -w', () => {
   it.each([['sha1'], ['sha256']] as const)('loose and bulk-checkin objects in a %s repository, as git places them', async (format) => {

@@ -1,9 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { GitConfig } from '../store/config.js';
 import type { Repository } from '../store/repo.js';
-import { autoCrlf, envBool, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
+import { autoCrlf, envBool, fileExists, systemFileCandidates, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
 
 /**
  * Would git convert this path's content? (convert.c: `convert_attrs` and what `convert_to_git`
@@ -155,32 +155,6 @@ export function parseCheckAttr(out: Buffer): Map<string, Map<string, string>> {
   return byPath;
 }
 
-
-function fileExists(p: string): boolean {
-  return statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
-}
-
-/**
- * Places git reads a system-wide `gitattributes` from (`$(sysconfdir)/gitattributes`): /etc for a
- * /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH. git 2.39 has no
- * way to print this path; it is only consulted where `git check-attr` cannot be asked.
- */
-function systemAttributeCandidates(env: NodeJS.ProcessEnv): string[] {
-  const out = new Set<string>(['/etc/gitattributes', '/usr/local/etc/gitattributes']);
-  for (const d of (env.PATH ?? '').split(delimiter)) {
-    if (d === '') continue;
-    const g = join(d, 'git');
-    if (!fileExists(g)) continue;
-    try {
-      out.add(join(dirname(dirname(realpathSync(g))), 'etc', 'gitattributes'));
-    } catch {
-      // unreadable link: the fixed candidates still apply
-    }
-    break;
-  }
-  if (env.GIT_EXEC_PATH) out.add(join(dirname(dirname(env.GIT_EXEC_PATH)), 'etc', 'gitattributes'));
-  return [...out];
-}
 
 /** Is `abs` the directory `root` or below it? */
 export function isInside(root: string, abs: string): boolean {
@@ -483,7 +457,7 @@ export class AttributeOracle {
       files.push(configured.startsWith('~/') && home ? join(home, configured.slice(2)) : resolve(cwd, configured));
     } else if (env.XDG_CONFIG_HOME) files.push(join(env.XDG_CONFIG_HOME, 'git', 'attributes'));
     else if (home) files.push(join(home, '.config', 'git', 'attributes'));
-    if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemAttributeCandidates(env));
+    if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemFileCandidates(env, 'gitattributes'));
     return files;
   }
 

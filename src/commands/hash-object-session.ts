@@ -18,7 +18,7 @@ import type { Repository } from '../store/repo.js';
 import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js';
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
 import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
-import { writeSettings, type WriteSettings } from './hash-object-config.js';
+import { readPlainConfig, writeSettings, type WriteSettings } from './hash-object-config.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { joinTargets, type PreHashed } from './pre-hash.js';
 import { readToEnd } from './read-loop.js';
@@ -144,7 +144,7 @@ export class Session {
   }
 
   get config(): GitConfig {
-    this.configCache ??= this.repo?.config ?? GitConfig.load(undefined, this.o.env);
+    this.configCache ??= this.repo?.config ?? readPlainConfig(undefined, this.o.env) ?? GitConfig.load(undefined, this.o.env);
     return this.configCache;
   }
 

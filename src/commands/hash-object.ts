@@ -2,6 +2,7 @@ import { GitError } from '../errors.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import type { Decision } from './hash-object-attrs.js';
+import { readPlainConfig } from './hash-object-config.js';
 import type { PreHashed } from './pre-hash.js';
 import { Session, type Delegation } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
@@ -87,7 +88,7 @@ export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' |
 /** Opens the repository as hash-object does: required with -w, optional without. */
 export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>): Repository | undefined {
   try {
-    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid });
+    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid, readConfig: readPlainConfig });
   } catch (e) {
     // setup_git_directory_gently: outside a repository, or in another user's, is "no repository".
     if (!o.write && e instanceof GitError && (e.code === 'not-a-repository' || e.code === 'dubious-ownership')) return undefined;
