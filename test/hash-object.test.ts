@@ -511,6 +511,39 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', `core.attributesFile=${global}`] });
   });
 
+  it('files on the command line: a batch that asks git about CR content only, and opens a named pipe once', async () => {
+    const repo = initRepo('cmdline-batch');
+    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n');
+    write(path.join(repo, 'sub/.gitattributes'), '*.id ident\n');
+    write(path.join(repo, 'a.sh'), 'echo $Id: 1 $\n');
+    write(path.join(repo, 'b.txt'), 'x\n');
+    write(path.join(repo, 'c.sh'), 'a\r\nb\r\n');
+    write(path.join(repo, 'sub/d.id'), 'x $Id: 2 $\n');
+    await same(['a.sh', 'b.txt', 'c.sh', 'sub/d.id'], { cwd: repo });
+    await same(['a.sh', 'missing', 'b.txt'], { cwd: repo });
+    await same(['../b.txt', 'd.id', '../c.sh'], { cwd: path.join(repo, 'sub') });
+    const trace = path.join(root, 'cmdline-batch.trace');
+    const checkAttrRuns = async (files: string[]): Promise<number> => {
+      fs.rmSync(trace, { force: true });
+      await run('ours', files, { cwd: repo, env: { GIT_TRACE: trace } });
+      // No git run at all leaves no trace file.
+      const text = fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8') : '';
+      return (text.match(/built-in: git check-attr/g) ?? []).length;
+    };
+    expect(await checkAttrRuns(['a.sh', 'b.txt'])).toBe(0);
+    expect(await checkAttrRuns(['a.sh', 'b.txt', 'c.sh'])).toBe(1);
+    expect(await checkAttrRuns(['a.sh', 'sub/d.id'])).toBe(1);
+    // A writer blocked on opening a FIFO is let go by any open: the pipe must be opened once, in order.
+    const fifo = path.join(repo, 'fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const writer = spawnSync('sh', ['-c', `(printf 'piped\\n' > '${fifo}' &) ; exec git repack-ts hash-object b.txt fifo`], {
+      cwd: repo,
+      env: gitEnv({ PATH: pathEnv() }),
+      timeout: 30_000,
+    });
+    expect(writer.stdout.toString()).toBe(gitOk(['hash-object', 'b.txt'], { cwd: repo }) + gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'piped\n' }));
+  });
+
   it('attribute reports that could be strings are read both ways', async () => {
     const none = () => false;
     const rep = (o: Record<string, string>) => new Map(Object.entries(o));

@@ -20,7 +20,7 @@ import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './has
 import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
 import { readPlainConfig, writeSettings, type WriteSettings } from './hash-object-config.js';
 import type { PreHashPool } from './pre-hash-pool.js';
-import { joinTargets, type PreHashed } from './pre-hash.js';
+import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
 import { readToEnd } from './read-loop.js';
 import { strerror } from './strerror.js';
 
@@ -119,6 +119,7 @@ export class Session {
   /** Read buffers, made on first use: a 1 MiB one costs a small run a garbage collection. */
   private smallBuf: Buffer | undefined;
   private largeBuf: Buffer | undefined;
+  private hasher: BlobPreHasher | undefined;
   /** Ids not yet handed to `hooks.onIds`. */
   private out = '';
   readonly result: HashObjectResult = { objects: 0, loose: 0, packs: [], delegated: 0 };
@@ -400,9 +401,13 @@ export class Session {
     if (!done) this.emit(this.delegate(delegation()));
   }
 
-  /** Ids of regular files ahead of their turn (no -w, blobs; with a pool): see pre-hash.ts. */
+  /** Ids of regular files ahead of their turn (no -w, blobs): see pre-hash.ts. */
   preHash(paths: Buffer[]): (PreHashed | undefined)[] {
-    return this.pool!.run(this.algo, joinTargets(paths, this.baseSlash));
+    const targets = joinTargets(paths, this.baseSlash);
+    if (this.pool !== undefined) return this.pool.run(this.algo, targets);
+    // Files named on the command line: few, and a named pipe among them must not be opened twice.
+    this.hasher ??= new BlobPreHasher(this.algo, true);
+    return splitPaths(targets).map((p) => this.hasher!.hash(p));
   }
 
   close(): void {

@@ -4,7 +4,7 @@ import { discoverRepository, type Repository } from '../store/repo.js';
 import type { Decision } from './hash-object-attrs.js';
 import { readPlainConfig } from './hash-object-config.js';
 import type { PreHashed } from './pre-hash.js';
-import { Session, type Delegation } from './hash-object-session.js';
+import { Session } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { LineReader, regularFileSize } from './read-loop.js';
@@ -150,20 +150,26 @@ async function hashStdin(s: Session): Promise<void> {
 async function hashFiles(s: Session): Promise<void> {
   const o = s.o;
   const vpath = o.path !== undefined ? s.prefixed(o.path) : undefined;
+  const hashOne = (i: number, decision: Decision): Promise<void> => {
+    const arg = o.files[i]!;
+    const shown = s.prefixed(arg);
+    const label = o.noFilters ? undefined : (vpath ?? shown);
+    return s.hashItem({ open: shown, vpath: label, shown }, decision, () => ({
+      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
+      input: Buffer.alloc(0),
+    }));
+  };
+  if (!o.write && o.type === 'blob' && o.path === undefined) {
+    // Each file's own path names its attributes: a batch, as for --stdin-paths.
+    await hashBatch(s, o.files.map((f) => Buffer.from(s.prefixed(f))), hashOne);
+    return;
+  }
   let decisions: Decision[];
   if (o.path !== undefined && s.mayConvert) {
     const d = s.decide([o.path], o.cwd)[0]!;
     decisions = o.files.map(() => d);
   } else decisions = s.decide(o.files, o.cwd);
-  for (let i = 0; i < o.files.length; i++) {
-    const arg = o.files[i]!;
-    const shown = s.prefixed(arg);
-    const label = o.noFilters ? undefined : (vpath ?? shown);
-    await s.hashItem({ open: shown, vpath: label, shown }, decisions[i]!, () => ({
-      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
-      input: Buffer.alloc(0),
-    }));
-  }
+  for (let i = 0; i < o.files.length; i++) await hashOne(i, decisions[i]!);
 }
 
 /**
@@ -190,11 +196,34 @@ async function hashStdinPaths(s: Session): Promise<void> {
 
 async function hashPathBatch(s: Session, lines: Buffer[], paths: Buffer[]): Promise<void> {
   const o = s.o;
-  let early: (PreHashed | undefined)[] = [];
+  if (o.write || o.type !== 'blob') {
+    const decisions = await s.decideAsync(paths, s.base);
+    for (let i = 0; i < paths.length; i++) await hashPathInOrder(s, lines[i]!, paths[i]!, decisions[i]!);
+    return;
+  }
+  await hashBatch(s, paths, (i, d) => hashPathInOrder(s, lines[i]!, paths[i]!, d));
+}
+
+function hashPathInOrder(s: Session, line: Buffer, p: Buffer, d: Decision): Promise<void> {
+  const o = s.o;
+  const text = p.toString('utf8');
+  return s.hashItem({ open: p, vpath: o.noFilters ? undefined : text, shown: text }, d, () => ({
+    args: [...(o.type !== 'blob' ? ['-t', o.type] : []), '--stdin-paths'],
+    input: Buffer.concat([line, Buffer.from('\n')]),
+  }));
+}
+
+/**
+ * Blobs without -w, named by paths relative to the top of the work tree that are also their
+ * attribute paths: ids are computed ahead of their turn (pre-hash.ts; without -w a blob's id
+ * does not depend on what git decides about conversion unless the content has a CR), and only
+ * what may convert is decided; `inOrder` hashes the rest as git would, in order.
+ */
+async function hashBatch(s: Session, paths: Buffer[], inOrder: (i: number, d: Decision) => Promise<void>): Promise<void> {
+  let early: (PreHashed | undefined)[];
   let decisions: Decision[];
-  if (o.write || o.type !== 'blob') decisions = await s.decideAsync(paths, s.base);
-  else if (s.mayConvertWithoutCr(paths)) {
-    // Without -w a blob's id does not depend on the decision: hash while git answers.
+  if (s.mayConvertWithoutCr(paths)) {
+    // Hash while git answers.
     const decided = s.decideAsync(paths, s.base);
     early = s.preHash(paths);
     decisions = await decided;
@@ -208,19 +237,13 @@ async function hashPathBatch(s: Session, lines: Buffer[], paths: Buffer[]): Prom
     for (let k = 0; k < ask.length; k++) decisions[ask[k]!] = answers[k]!;
   }
   for (let i = 0; i < paths.length; i++) {
-    const p = paths[i]!;
     const d = decisions[i]!;
     const known = early[i];
-    const delegation = (): Delegation => ({
-      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), '--stdin-paths'],
-      input: Buffer.concat([lines[i]!, Buffer.from('\n')]),
-    });
     if (known !== undefined && (d === 'identity' || (d !== 'delegate' && !known.cr))) {
       s.hooks.signal?.throwIfAborted();
       s.emit(known.hex);
       continue;
     }
-    const text = p.toString('utf8');
-    await s.hashItem({ open: p, vpath: o.noFilters ? undefined : text, shown: text }, d, delegation);
+    await inOrder(i, d);
   }
 }

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import type { HashAlgo } from '../hash/algo.js';
 import { HASH_CHUNK, hashFdSync } from '../hash/hash-object.js';
 
@@ -18,12 +18,25 @@ export interface PreHashed {
 /** Room before the content for `"blob <size>\0"`: small files are hashed in one native call. */
 const ROOM = 32;
 
+function isRegularFile(path: Buffer): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
+  } catch {
+    return false;
+  }
+}
+
 export class BlobPreHasher {
   private readonly buf = Buffer.allocUnsafeSlow(ROOM + HASH_CHUNK);
 
-  constructor(private readonly algo: HashAlgo) {}
+  /** `statFirst`: anything but a regular file is left alone unopened (opening a FIFO would let its writer go on). */
+  constructor(
+    private readonly algo: HashAlgo,
+    private readonly statFirst = false,
+  ) {}
 
   hash(path: Buffer): PreHashed | undefined {
+    if (this.statFirst && !isRegularFile(path)) return undefined;
     let fd: number;
     try {
       // Non-blocking: a FIFO must not stall the batch here (it is read in order, as git reads it).
