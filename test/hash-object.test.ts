@@ -16,8 +16,8 @@ import type { Io } from '../src/cli/io.js';
 import { main } from '../src/cli/main.js';
 import { ParallelDeflate, adler32, zlibHeader } from '../src/codec/parallel-deflate.js';
 import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object.js';
-import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object-config.js';
-import { GitConfig } from '../src/store/config.js';
+import { fsyncLooseObjects, parseFsyncComponents, parsePlainConfig, readPlainConfig } from '../src/commands/hash-object-config.js';
+import { GitConfig, parseConfigList } from '../src/store/config.js';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { ContentSizeError, ObjectHasher, hashFdSync, hashObject } from '../src/hash/hash-object.js';
 import { git, gitEnv, gitOk, lines } from './helpers/git.js';
@@ -460,6 +460,90 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     await same(['--stdin-paths'], { cwd: repo, input: spelled.join('\n') + '\n' });
   }, 240_000);
 
+  it('--stdin-paths: content without a CR asks git for attributes only where ident, an encoding, a filter or a macro may apply', async () => {
+    const repo = initRepo('cr-free');
+    const utf16 = Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('text\n', 'utf16le')]);
+    const files: [string, string | Buffer][] = [
+      ['id.txt', 'x $Id: 0123 $ y\n'],
+      ['enc.txt', utf16],
+      ['f.dat', 'aaa\n'],
+      ['sub/plain.sh', 'echo $Id: 1 $\n'],
+      ['crlf.sh', 'a\r\nb\r\n'],
+    ];
+    for (const [n, c] of files) write(path.join(repo, n), c);
+    const list = files.map(([n]) => n).join('\n') + '\n';
+    const trace = path.join(root, 'cr-free.trace');
+    const checkAttrRuns = async (o: Partial<RunOpts> = {}): Promise<number> => {
+      fs.rmSync(trace, { force: true });
+      await run('ours', ['--stdin-paths'], { cwd: repo, input: list, ...o, env: { ...o.env, GIT_TRACE: trace } });
+      return (fs.readFileSync(trace, 'utf8').match(/built-in: git check-attr/g) ?? []).length;
+    };
+    // Line endings alone: git is asked about the one path with a CR, not the others.
+    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n*.txt -text\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    expect(await checkAttrRuns()).toBe(1);
+    expect(await checkAttrRuns({ input: list.replace('crlf.sh\n', '') })).toBe(0);
+    // Each of these changes content that has no CR (or may): git's answer for every path.
+    const attrs = [
+      'id.txt ident\n',
+      'enc.txt working-tree-encoding=UTF-16\n',
+      '[attr]tagged ident\nid.txt tagged\n',
+      'sub/* -ident\n',
+    ];
+    for (const a of attrs) {
+      write(path.join(repo, '.gitattributes'), a);
+      await same(['--stdin-paths'], { cwd: repo, input: list });
+    }
+    write(path.join(repo, '.gitattributes'), '*.dat filter=tr\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', 'filter.tr.clean=tr a b'] });
+    expect(await checkAttrRuns({ pre: ['-c', 'filter.tr.clean=tr a b'] })).toBe(1);
+    // A filter nobody configured changes nothing: only the CR path is asked about.
+    expect(await checkAttrRuns()).toBe(1);
+    // In a subdirectory's attributes file, in info/attributes, in the global file.
+    fs.rmSync(path.join(repo, '.gitattributes'));
+    write(path.join(repo, 'sub/.gitattributes'), 'plain.sh ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    fs.rmSync(path.join(repo, 'sub/.gitattributes'));
+    write(path.join(repo, '.git/info/attributes'), 'id.txt ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list });
+    fs.rmSync(path.join(repo, '.git/info/attributes'));
+    const global = write(path.join(root, 'cr-free.attributes'), 'id.txt ident\n');
+    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', `core.attributesFile=${global}`] });
+  });
+
+  it('files on the command line: a batch that asks git about CR content only, and opens a named pipe once', async () => {
+    const repo = initRepo('cmdline-batch');
+    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n');
+    write(path.join(repo, 'sub/.gitattributes'), '*.id ident\n');
+    write(path.join(repo, 'a.sh'), 'echo $Id: 1 $\n');
+    write(path.join(repo, 'b.txt'), 'x\n');
+    write(path.join(repo, 'c.sh'), 'a\r\nb\r\n');
+    write(path.join(repo, 'sub/d.id'), 'x $Id: 2 $\n');
+    await same(['a.sh', 'b.txt', 'c.sh', 'sub/d.id'], { cwd: repo });
+    await same(['a.sh', 'missing', 'b.txt'], { cwd: repo });
+    await same(['../b.txt', 'd.id', '../c.sh'], { cwd: path.join(repo, 'sub') });
+    const trace = path.join(root, 'cmdline-batch.trace');
+    const checkAttrRuns = async (files: string[]): Promise<number> => {
+      fs.rmSync(trace, { force: true });
+      await run('ours', files, { cwd: repo, env: { GIT_TRACE: trace } });
+      // No git run at all leaves no trace file.
+      const text = fs.existsSync(trace) ? fs.readFileSync(trace, 'utf8') : '';
+      return (text.match(/built-in: git check-attr/g) ?? []).length;
+    };
+    expect(await checkAttrRuns(['a.sh', 'b.txt'])).toBe(0);
+    expect(await checkAttrRuns(['a.sh', 'b.txt', 'c.sh'])).toBe(1);
+    expect(await checkAttrRuns(['a.sh', 'sub/d.id'])).toBe(1);
+    // A writer blocked on opening a FIFO is let go by any open: the pipe must be opened once, in order.
+    const fifo = path.join(repo, 'fifo');
+    expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
+    const writer = spawnSync('sh', ['-c', `(printf 'piped\\n' > '${fifo}' &) ; exec git repack-ts hash-object b.txt fifo`], {
+      cwd: repo,
+      env: gitEnv({ PATH: pathEnv() }),
+      timeout: 30_000,
+    });
+    expect(writer.stdout.toString()).toBe(gitOk(['hash-object', 'b.txt'], { cwd: repo }) + gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'piped\n' }));
+  });
+
   it('attribute reports that could be strings are read both ways', async () => {
     const none = () => false;
     const rep = (o: Record<string, string>) => new Map(Object.entries(o));
@@ -511,6 +595,68 @@ function objectFiles(repo: string, bare = false): Written {
   const packs = fs.existsSync(packDir) ? fs.readdirSync(packDir).filter((f) => f.endsWith('.pack')) : [];
   return { loose: loose.sort(), packs: packs.sort() };
 }
+
+describe('hash-object: configuration read without git config when it is plain', () => {
+  function gitOutput(gitDir: string | undefined, env: Record<string, string>): Buffer {
+    const where = gitDir ? { GIT_DIR: gitDir } : { GIT_CEILING_DIRECTORIES: '/' };
+    return spawnSync('git', ['config', '--list', '-z'], { env: { ...env, ...where }, cwd: gitDir ?? '/' }).stdout;
+  }
+  const listed = (c: GitConfig | undefined) => c?.keys().map((k) => [k, c.getAll(k)]);
+  const gitList = (gitDir: string | undefined, env: Record<string, string>) => listed(new GitConfig(parseConfigList(gitOutput(gitDir, env))));
+  const ours = (commonDir: string | undefined, env: Record<string, string>) => listed(readPlainConfig(commonDir, env));
+
+  it('plain files: the same entries as git config --list, in git’s order (global, then the repository)', () => {
+    const repo = initRepo('plain-config');
+    const globalFile = write(path.join(root, 'plain-config.global'), [
+      '# comment',
+      '[user]',
+      '\tname =  A  B\tC  ',
+      '[Alias "Sub.Dir"]',
+      '  Lg = log --oneline=x',
+      '[flags]',
+      '\tBare',
+      '\tempty =',
+      '[core]\r',
+      '\tcompression = 3\r',
+      ';other comment',
+      '',
+    ].join('\n'));
+    fs.appendFileSync(path.join(repo, '.git', 'config'), '[core]\n\tlooseCompression = 5\n[flags]\n\tbare = false\n');
+    const env = { ...gitEnv(), GIT_CONFIG_GLOBAL: globalFile, GIT_CONFIG_NOSYSTEM: '1' };
+    expect(ours(path.join(repo, '.git'), env)).toEqual(gitList(path.join(repo, '.git'), env));
+    // Bare keys (null) and empty values ('') apart, as git prints them.
+    const parsed = new Map<string, (string | null)[]>();
+    expect(parsePlainConfig(fs.readFileSync(globalFile, 'utf8') + fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8'), parsed)).toBe(true);
+    expect([...parsed]).toEqual([...parseConfigList(gitOutput(path.join(repo, '.git'), env))]);
+    expect(parsed.get('flags.bare')).toEqual([null, 'false']);
+    expect(ours(undefined, env)).toEqual(gitList(undefined, env));
+    // XDG and ~/.gitconfig, in that order, when GIT_CONFIG_GLOBAL is not set.
+    const home = path.join(root, 'plain-config-home');
+    write(path.join(home, '.gitconfig'), '[core]\n\tcompression = 4\n');
+    write(path.join(home, '.config', 'git', 'config'), '[core]\n\tcompression = 2\n');
+    const homeEnv = { ...gitEnv(), HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
+    delete (homeEnv as Record<string, string | undefined>).GIT_CONFIG_GLOBAL;
+    delete (homeEnv as Record<string, string | undefined>).XDG_CONFIG_HOME;
+    expect(ours(path.join(repo, '.git'), homeEnv)).toEqual(gitList(path.join(repo, '.git'), homeEnv));
+  });
+
+  it('anything else is left to git: quotes, escapes, comments after values, includes, git -c, a system file', () => {
+    const repo = initRepo('unplain-config');
+    const env = { ...gitEnv(), GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_NOSYSTEM: '1' };
+    const cfg = path.join(repo, '.git', 'config');
+    const base = fs.readFileSync(cfg, 'utf8');
+    expect(ours(path.join(repo, '.git'), env)).toBeDefined();
+    for (const extra of ['[a]\n\tb = "q"\n', '[a]\n\tb = x\\\n y\n', '[a]\n\tb = x # c\n', '[include]\n\tpath = x\n', '[a.B]\n\tc = 1\n', '[a] b = 1\n', '[a "x\\"y"]\n\tb = 1\n', '[a]\n\tb = 1 ; c\n']) {
+      fs.writeFileSync(cfg, base + extra);
+      expect(readPlainConfig(path.join(repo, '.git'), env), extra).toBeUndefined();
+    }
+    fs.writeFileSync(cfg, 'b = 1\n' + base);
+    expect(readPlainConfig(path.join(repo, '.git'), env)).toBeUndefined();
+    fs.writeFileSync(cfg, base);
+    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_PARAMETERS: "'a.b'='1'" })).toBeUndefined();
+    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_CONFIG_SYSTEM: '/dev/null' })).toBeUndefined();
+  });
+});
 
 describe('hash-object -w', () => {
   it.each([['sha1'], ['sha256']] as const)('loose and bulk-checkin objects in a %s repository, as git places them', async (format) => {

@@ -1,9 +1,9 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readFileSync, realpathSync, statSync } from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { GitConfig } from '../store/config.js';
 import type { Repository } from '../store/repo.js';
-import { autoCrlf, envBool, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
+import { autoCrlf, envBool, fileExists, systemFileCandidates, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
 
 /**
  * Would git convert this path's content? (convert.c: `convert_attrs` and what `convert_to_git`
@@ -156,32 +156,6 @@ export function parseCheckAttr(out: Buffer): Map<string, Map<string, string>> {
 }
 
 
-function fileExists(p: string): boolean {
-  return statSync(p, { throwIfNoEntry: false })?.isFile() ?? false;
-}
-
-/**
- * Places git reads a system-wide `gitattributes` from (`$(sysconfdir)/gitattributes`): /etc for a
- * /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH. git 2.39 has no
- * way to print this path; it is only consulted where `git check-attr` cannot be asked.
- */
-function systemAttributeCandidates(env: NodeJS.ProcessEnv): string[] {
-  const out = new Set<string>(['/etc/gitattributes', '/usr/local/etc/gitattributes']);
-  for (const d of (env.PATH ?? '').split(delimiter)) {
-    if (d === '') continue;
-    const g = join(d, 'git');
-    if (!fileExists(g)) continue;
-    try {
-      out.add(join(dirname(dirname(realpathSync(g))), 'etc', 'gitattributes'));
-    } catch {
-      // unreadable link: the fixed candidates still apply
-    }
-    break;
-  }
-  if (env.GIT_EXEC_PATH) out.add(join(dirname(dirname(env.GIT_EXEC_PATH)), 'etc', 'gitattributes'));
-  return [...out];
-}
-
 /** Is `abs` the directory `root` or below it? */
 export function isInside(root: string, abs: string): boolean {
   const rel = relative(root, abs);
@@ -190,6 +164,35 @@ export function isInside(root: string, abs: string): boolean {
 
 export function pathString(p: string | Buffer): string {
   return typeof p === 'string' ? p : p.toString('utf8');
+}
+
+/** A test of attributes files' text, each file read once, each directory's answer remembered. */
+interface FileScan {
+  file(path: string): boolean;
+  /** For the global, system and info/attributes files together. */
+  global: boolean | undefined;
+  below: Map<string, boolean>;
+}
+
+function fileScan(test: (text: string) => boolean): FileScan {
+  const files = new Map<string, boolean>();
+  return {
+    file(path: string): boolean {
+      let v = files.get(path);
+      if (v === undefined) {
+        let text = '';
+        try {
+          text = readFileSync(path, 'latin1');
+        } catch {
+          text = '';
+        }
+        files.set(path, (v = test(text)));
+      }
+      return v;
+    },
+    global: undefined,
+    below: new Map(),
+  };
 }
 
 export interface AttributeSource {
@@ -366,9 +369,16 @@ export class AttributeOracle {
     const root = this.s.repo.workTree ?? cwd;
     const s = pathString(p);
     const slash = s.lastIndexOf('/');
+    // The directory as written, then resolved: paths of one directory cost a lookup each.
+    const written = '\0' + cwd + '\0' + (slash < 0 ? '' : s.slice(0, slash));
+    const seen = memo.get(written);
+    if (seen !== undefined) return seen;
     const start = slash < 0 ? cwd : resolve(cwd, s.slice(0, slash));
     const known = memo.get(start);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      memo.set(written, known);
+      return known;
+    }
     let found = false;
     for (let dir = start; ; dir = dirname(dir)) {
       const k = memo.get(dir);
@@ -383,6 +393,7 @@ export class AttributeOracle {
       if (dir === root || !isInside(root, dir)) break;
     }
     memo.set(start, found);
+    memo.set(written, found);
     return found;
   }
 
@@ -391,36 +402,44 @@ export class AttributeOracle {
    * attributes file that may apply to `p` spells one (`=set`, `=unset`): each file read once.
    */
   private spelledStates(p: string | Buffer, cwd: string): boolean {
-    if (this.spelledGlobal === undefined) {
+    return this.someFileApplying(this.spelled, p, cwd);
+  }
+
+  private readonly spelled = fileScan((text) => /=(un)?set/.test(text));
+
+  /**
+   * Could git change this path's content if it holds no CR? Without -w only `ident`, a filter
+   * with a configured driver or `working-tree-encoding` can (crlf_to_git: "No CRLF? Nothing to
+   * convert"; no safecrlf check without HASH_WRITE_OBJECT), and a macro (`[attr]`) might set
+   * them: true when some attributes file that may apply names one of these, or the path is
+   * outside the repository.
+   */
+  mayConvertWithoutCr(p: string | Buffer, cwd: string): boolean {
+    if (!this.insideRepository(p, cwd)) return true;
+    return this.someFileApplying(this.naming, p, cwd);
+  }
+
+  private readonly naming = fileScan((text) => {
+    // Any token naming them, negated or valued or in a comment: a false alarm only costs a check-attr run.
+    const names = this.drivers.size > 0 ? 'ident|working-tree-encoding|filter' : 'ident|working-tree-encoding';
+    return new RegExp(`(^|[\\s!-])(${names})([\\s=]|$)|\\[attr\\]`, 'm').test(text);
+  });
+
+  /** Does `scan` hold for some attributes file that may apply to `p`: global, system, info/attributes, or a `.gitattributes` above it? */
+  private someFileApplying(scan: FileScan, p: string | Buffer, cwd: string): boolean {
+    if (scan.global === undefined) {
       const files = [...this.globalAttributeFiles(cwd)];
       const repo = this.s.repo;
       if (repo !== undefined) files.push(join(repo.commonDir, 'info', 'attributes'));
-      this.spelledGlobal = files.some((f) => this.spells(f));
+      scan.global = files.some((f) => fileExists(f) && scan.file(f));
     }
-    if (this.spelledGlobal) return true;
-    return this.someDirectory(p, cwd, (dir) => this.spells(join(dir, '.gitattributes')), this.spelledBelow);
+    if (scan.global) return true;
+    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir) && scan.file(join(dir, '.gitattributes')), scan.below);
   }
 
-  private spelledGlobal: boolean | undefined;
-  private readonly spelledBelow = new Map<string, boolean>();
   private readonly mayApplyBelow = new Map<string, boolean>();
   /** Decisions by the report's conversion attributes (few combinations in a tree). */
   private readonly decided = new Map<string, Decision>();
-  private readonly spelledFiles = new Map<string, boolean>();
-
-  private spells(file: string): boolean {
-    let v = this.spelledFiles.get(file);
-    if (v === undefined) {
-      let text = '';
-      try {
-        text = readFileSync(file, 'latin1');
-      } catch {
-        text = '';
-      }
-      this.spelledFiles.set(file, (v = /=(un)?set/.test(text)));
-    }
-    return v;
-  }
 
   private hasAttributesFile(dir: string): boolean {
     let known = this.dirs.get(dir);
@@ -438,7 +457,7 @@ export class AttributeOracle {
       files.push(configured.startsWith('~/') && home ? join(home, configured.slice(2)) : resolve(cwd, configured));
     } else if (env.XDG_CONFIG_HOME) files.push(join(env.XDG_CONFIG_HOME, 'git', 'attributes'));
     else if (home) files.push(join(home, '.config', 'git', 'attributes'));
-    if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemAttributeCandidates(env));
+    if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemFileCandidates(env, 'gitattributes'));
     return files;
   }
 

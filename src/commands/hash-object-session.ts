@@ -18,9 +18,9 @@ import type { Repository } from '../store/repo.js';
 import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js';
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
 import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
-import { writeSettings, type WriteSettings } from './hash-object-config.js';
+import { readPlainConfig, writeSettings, type WriteSettings } from './hash-object-config.js';
 import type { PreHashPool } from './pre-hash-pool.js';
-import type { PreHashed } from './pre-hash.js';
+import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
 import { readToEnd } from './read-loop.js';
 import { strerror } from './strerror.js';
 
@@ -61,6 +61,13 @@ const SMALL_READ = 64 * 1024;
 /** The type names hash-object accepts without --literally. */
 function validType(type: string): boolean {
   return type === 'commit' || type === 'tree' || type === 'blob' || type === 'tag';
+}
+
+/** A file name from `from` on that names an entry of its directory (not `.`, `..` or nothing). */
+function plainName(p: Buffer, from: number): boolean {
+  const n = p.length - from;
+  if (n === 0 || (p[from] === 0x2e && (n === 1 || (n === 2 && p[from + 1] === 0x2e)))) return false;
+  return true;
 }
 
 /** Any CR in the content (what `crlf_to_git` could convert)? */
@@ -106,13 +113,13 @@ export class Session {
   readonly table = new ObjectTypeTable();
   private configCache: GitConfig | undefined;
   private oracleCache: AttributeOracle | undefined;
-  private pool: PreHashPool | undefined;
   private target: ObjectWriteTarget | undefined;
   private settings: WriteSettings | undefined;
   private writer: typeof import('../store/write-object.js') | undefined;
   /** Read buffers, made on first use: a 1 MiB one costs a small run a garbage collection. */
   private smallBuf: Buffer | undefined;
   private largeBuf: Buffer | undefined;
+  private hasher: BlobPreHasher | undefined;
   /** Ids not yet handed to `hooks.onIds`. */
   private out = '';
   readonly result: HashObjectResult = { objects: 0, loose: 0, packs: [], delegated: 0 };
@@ -121,6 +128,8 @@ export class Session {
     readonly o: HashObjectOptions,
     readonly hooks: HashObjectHooks,
     readonly repo: Repository | undefined,
+    /** For `--stdin-paths` without -w (hashObjects made it before the repository was found). */
+    private readonly pool?: PreHashPool,
   ) {
     this.algo = repo?.algo ?? SHA1;
     let base = o.cwd;
@@ -136,7 +145,7 @@ export class Session {
   }
 
   get config(): GitConfig {
-    this.configCache ??= this.repo?.config ?? GitConfig.load(undefined, this.o.env);
+    this.configCache ??= this.repo?.config ?? readPlainConfig(undefined, this.o.env) ?? GitConfig.load(undefined, this.o.env);
     return this.configCache;
   }
 
@@ -181,6 +190,20 @@ export class Session {
   decide(paths: (string | Buffer)[], cwd: string): Decision[] {
     if (!this.mayConvert) return paths.map(() => 'identity');
     return paths.length === 0 ? [] : this.oracle.decide(paths, cwd);
+  }
+
+  /** Could git change, for one of `paths`, content that holds no CR (AttributeOracle.mayConvertWithoutCr)? */
+  mayConvertWithoutCr(paths: Buffer[]): boolean {
+    if (!this.mayConvert) return false;
+    let dir: Buffer | undefined;
+    for (const p of paths) {
+      const slash = p.lastIndexOf(0x2f);
+      // The answer is the directory's for a plain name in it: a sorted list asks once per directory.
+      if (dir !== undefined && slash + 1 === dir.length && p.compare(dir, 0, dir.length, 0, slash + 1) === 0 && plainName(p, slash + 1)) continue;
+      if (this.oracle.mayConvertWithoutCr(p, this.base)) return true;
+      dir = p.subarray(0, slash + 1);
+    }
+    return false;
   }
 
   decideAsync(paths: (string | Buffer)[], cwd: string): Promise<Decision[]> {
@@ -378,15 +401,13 @@ export class Session {
     if (!done) this.emit(this.delegate(delegation()));
   }
 
-  /** Loads what `preHash` needs (only --stdin-paths does: a single small run does not pay for it). */
-  async loadPreHash(): Promise<void> {
-    const { PreHashPool } = await import('./pre-hash-pool.js');
-    this.pool ??= new PreHashPool(this.algo);
-  }
-
-  /** Ids of regular files ahead of their turn (no -w, blobs; after `loadPreHash`): see pre-hash.ts. */
+  /** Ids of regular files ahead of their turn (no -w, blobs): see pre-hash.ts. */
   preHash(paths: Buffer[]): (PreHashed | undefined)[] {
-    return this.pool!.run(paths.map((p) => (p.length === 0 ? p : openTarget(p, this.base, this.baseSlash) as Buffer)));
+    const targets = joinTargets(paths, this.baseSlash);
+    if (this.pool !== undefined) return this.pool.run(this.algo, targets);
+    // Files named on the command line: few, and a named pipe among them must not be opened twice.
+    this.hasher ??= new BlobPreHasher(this.algo, true);
+    return splitPaths(targets).map((p) => this.hasher!.hash(p));
   }
 
   close(): void {

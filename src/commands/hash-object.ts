@@ -2,9 +2,12 @@ import { GitError } from '../errors.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import type { Decision } from './hash-object-attrs.js';
-import { Session, type Delegation } from './hash-object-session.js';
+import { readPlainConfig } from './hash-object-config.js';
+import type { PreHashed } from './pre-hash.js';
+import { Session } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
-import { LineReader } from './read-loop.js';
+import type { PreHashPool } from './pre-hash-pool.js';
+import { LineReader, regularFileSize } from './read-loop.js';
 
 export { attrsAreIdentity, decisionFor } from './hash-object-attrs.js';
 export { DelegatedGitFailed } from './hash-object-session.js';
@@ -85,7 +88,7 @@ export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' |
 /** Opens the repository as hash-object does: required with -w, optional without. */
 export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>): Repository | undefined {
   try {
-    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid });
+    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid, readConfig: readPlainConfig });
   } catch (e) {
     // setup_git_directory_gently: outside a repository, or in another user's, is "no repository".
     if (!o.write && e instanceof GitError && (e.code === 'not-a-repository' || e.code === 'dubious-ownership')) return undefined;
@@ -99,8 +102,14 @@ export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'c
  * setup, like git.
  */
 export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks): Promise<HashObjectResult> {
-  const repo = openHashObjectRepository(o);
-  const s = new Session(o, hooks, repo);
+  const pool = await preHashPool(o);
+  let s: Session;
+  try {
+    s = new Session(o, hooks, openHashObjectRepository(o), pool);
+  } catch (e) {
+    pool?.close();
+    throw e;
+  }
   try {
     await s.prepareWrite();
     const problem = usageProblem(o);
@@ -113,6 +122,19 @@ export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks):
     s.close();
   }
   return s.result;
+}
+
+/**
+ * `--stdin-paths` without -w hashes blobs ahead of their turn (pre-hash.ts), on two threads for
+ * long lists. A list in a file of more than WORKER_MIN_PATHS short names starts the second thread
+ * now: it starts while this one finds the repository and reads the configuration.
+ */
+async function preHashPool(o: HashObjectOptions): Promise<PreHashPool | undefined> {
+  if (!o.stdinPaths || o.write || o.type !== 'blob' || usageProblem(o) !== undefined) return undefined;
+  const { PreHashPool, WORKER_MIN_PATHS } = await import('./pre-hash-pool.js');
+  const pool = new PreHashPool();
+  if ((regularFileSize(o.stdinFd ?? 0) ?? 0) >= WORKER_MIN_PATHS * 8) pool.startWorker();
+  return pool;
 }
 
 /** `--stdin [--path=p]`: read once, so any conversion that may apply is git's to do. */
@@ -128,20 +150,26 @@ async function hashStdin(s: Session): Promise<void> {
 async function hashFiles(s: Session): Promise<void> {
   const o = s.o;
   const vpath = o.path !== undefined ? s.prefixed(o.path) : undefined;
+  const hashOne = (i: number, decision: Decision): Promise<void> => {
+    const arg = o.files[i]!;
+    const shown = s.prefixed(arg);
+    const label = o.noFilters ? undefined : (vpath ?? shown);
+    return s.hashItem({ open: shown, vpath: label, shown }, decision, () => ({
+      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
+      input: Buffer.alloc(0),
+    }));
+  };
+  if (!o.write && o.type === 'blob' && o.path === undefined) {
+    // Each file's own path names its attributes: a batch, as for --stdin-paths.
+    await hashBatch(s, o.files.map((f) => Buffer.from(s.prefixed(f))), hashOne);
+    return;
+  }
   let decisions: Decision[];
   if (o.path !== undefined && s.mayConvert) {
     const d = s.decide([o.path], o.cwd)[0]!;
     decisions = o.files.map(() => d);
   } else decisions = s.decide(o.files, o.cwd);
-  for (let i = 0; i < o.files.length; i++) {
-    const arg = o.files[i]!;
-    const shown = s.prefixed(arg);
-    const label = o.noFilters ? undefined : (vpath ?? shown);
-    await s.hashItem({ open: shown, vpath: label, shown }, decisions[i]!, () => ({
-      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
-      input: Buffer.alloc(0),
-    }));
-  }
+  for (let i = 0; i < o.files.length; i++) await hashOne(i, decisions[i]!);
 }
 
 /**
@@ -152,7 +180,6 @@ async function hashFiles(s: Session): Promise<void> {
  */
 async function hashStdinPaths(s: Session): Promise<void> {
   const reader = new LineReader(s.o.stdinFd ?? 0);
-  if (!s.o.write && s.o.type === 'blob') await s.loadPreHash();
   for (let lines = reader.next(); lines !== undefined; lines = reader.next()) {
     s.hooks.signal?.throwIfAborted();
     const paths: Buffer[] = [];
@@ -169,24 +196,54 @@ async function hashStdinPaths(s: Session): Promise<void> {
 
 async function hashPathBatch(s: Session, lines: Buffer[], paths: Buffer[]): Promise<void> {
   const o = s.o;
-  const decided = s.decideAsync(paths, s.base);
-  // Without -w a blob's id does not depend on the decision: hash while git answers.
-  const early = !o.write && o.type === 'blob' ? s.preHash(paths) : [];
-  const decisions = await decided;
+  if (o.write || o.type !== 'blob') {
+    const decisions = await s.decideAsync(paths, s.base);
+    for (let i = 0; i < paths.length; i++) await hashPathInOrder(s, lines[i]!, paths[i]!, decisions[i]!);
+    return;
+  }
+  await hashBatch(s, paths, (i, d) => hashPathInOrder(s, lines[i]!, paths[i]!, d));
+}
+
+function hashPathInOrder(s: Session, line: Buffer, p: Buffer, d: Decision): Promise<void> {
+  const o = s.o;
+  const text = p.toString('utf8');
+  return s.hashItem({ open: p, vpath: o.noFilters ? undefined : text, shown: text }, d, () => ({
+    args: [...(o.type !== 'blob' ? ['-t', o.type] : []), '--stdin-paths'],
+    input: Buffer.concat([line, Buffer.from('\n')]),
+  }));
+}
+
+/**
+ * Blobs without -w, named by paths relative to the top of the work tree that are also their
+ * attribute paths: ids are computed ahead of their turn (pre-hash.ts; without -w a blob's id
+ * does not depend on what git decides about conversion unless the content has a CR), and only
+ * what may convert is decided; `inOrder` hashes the rest as git would, in order.
+ */
+async function hashBatch(s: Session, paths: Buffer[], inOrder: (i: number, d: Decision) => Promise<void>): Promise<void> {
+  let early: (PreHashed | undefined)[];
+  let decisions: Decision[];
+  if (s.mayConvertWithoutCr(paths)) {
+    // Hash while git answers.
+    const decided = s.decideAsync(paths, s.base);
+    early = s.preHash(paths);
+    decisions = await decided;
+  } else {
+    // Only content with a CR can change: git is asked about those paths alone, once they are known.
+    early = s.preHash(paths);
+    const ask: number[] = [];
+    for (let i = 0; i < paths.length; i++) if (early[i]?.cr !== false) ask.push(i);
+    const answers = s.decide(ask.map((i) => paths[i]!), s.base);
+    decisions = paths.map(() => 'identity');
+    for (let k = 0; k < ask.length; k++) decisions[ask[k]!] = answers[k]!;
+  }
   for (let i = 0; i < paths.length; i++) {
-    const p = paths[i]!;
     const d = decisions[i]!;
     const known = early[i];
-    const delegation = (): Delegation => ({
-      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), '--stdin-paths'],
-      input: Buffer.concat([lines[i]!, Buffer.from('\n')]),
-    });
     if (known !== undefined && (d === 'identity' || (d !== 'delegate' && !known.cr))) {
       s.hooks.signal?.throwIfAborted();
       s.emit(known.hex);
       continue;
     }
-    const text = p.toString('utf8');
-    await s.hashItem({ open: p, vpath: o.noFilters ? undefined : text, shown: text }, d, delegation);
+    await inOrder(i, d);
   }
 }

@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { HashAlgo } from '../hash/algo.js';
-import { BlobPreHasher, joinPaths, preHashShared, sharedBatch, sharedResult, type PreHashed } from './pre-hash.js';
+import { BlobPreHasher, preHashShared, sharedBatch, sharedResults, splitPaths, type PreHashed } from './pre-hash.js';
 
 /**
  * Pre-hashing on this thread and, for batches large enough to pay for a thread's start (~20 ms),
@@ -10,31 +10,35 @@ import { BlobPreHasher, joinPaths, preHashShared, sharedBatch, sharedResult, typ
  */
 
 /** Paths below which a second thread is not started (its start-up costs more than it saves). */
-const WORKER_MIN_PATHS = 512;
+export const WORKER_MIN_PATHS = 512;
+/** Paths below which a batch is not shared with a thread that is already running (the hand-off). */
+const SHARE_MIN_PATHS = 64;
 
 export class PreHashPool {
-  private readonly hasher: BlobPreHasher;
+  private readonly hashers = new Map<string, BlobPreHasher>();
   private worker: Worker | undefined;
 
-  constructor(private readonly algo: HashAlgo) {
-    this.hasher = new BlobPreHasher(algo);
+  /** Starts the second thread now (when the input is known to be long): it starts while this one works. */
+  startWorker(): void {
+    if (availableParallelism() > 1) this.worker ??= this.start();
   }
 
-  /** Results by index: undefined where the path is to be hashed in order. */
-  run(targets: Buffer[]): (PreHashed | undefined)[] {
-    const batch = sharedBatch(targets.length, this.algo.len);
-    if (targets.length >= WORKER_MIN_PATHS && availableParallelism() > 1) {
-      this.worker ??= this.start();
-      this.worker.postMessage({ joined: joinPaths(targets), batch });
-    }
-    preHashShared(this.hasher, targets, batch);
-    return targets.map((_, i) => sharedResult(batch, i));
+  /** Results by index for the targets of joinTargets: undefined where the path is to be hashed in order. */
+  run(algo: HashAlgo, targets: Uint8Array): (PreHashed | undefined)[] {
+    const paths = splitPaths(targets);
+    const batch = sharedBatch(algo, targets, paths.length);
+    if (paths.length >= WORKER_MIN_PATHS) this.startWorker();
+    if (this.worker !== undefined && paths.length >= SHARE_MIN_PATHS) this.worker.postMessage(batch);
+    let hasher = this.hashers.get(algo.name);
+    if (hasher === undefined) this.hashers.set(algo.name, (hasher = new BlobPreHasher(algo)));
+    preHashShared(hasher, paths, batch);
+    return sharedResults(batch, paths.length);
   }
 
   private start(): Worker {
-    const w = new Worker(new URL('./pre-hash-worker.js', import.meta.url), { workerData: { algo: this.algo.name } });
+    const w = new Worker(new URL('./pre-hash-worker.js', import.meta.url));
     w.unref();
-    w.on('error', () => {}); // its paths are then hashed in order (sharedResult)
+    w.on('error', () => {}); // its paths are then hashed in order (sharedResults)
     return w;
   }
 

@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import type { HashAlgo } from '../hash/algo.js';
 import { HASH_CHUNK, hashFdSync } from '../hash/hash-object.js';
 
@@ -18,12 +18,25 @@ export interface PreHashed {
 /** Room before the content for `"blob <size>\0"`: small files are hashed in one native call. */
 const ROOM = 32;
 
+function isRegularFile(path: Buffer): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isFile() ?? false;
+  } catch {
+    return false;
+  }
+}
+
 export class BlobPreHasher {
   private readonly buf = Buffer.allocUnsafeSlow(ROOM + HASH_CHUNK);
 
-  constructor(private readonly algo: HashAlgo) {}
+  /** `statFirst`: anything but a regular file is left alone unopened (opening a FIFO would let its writer go on). */
+  constructor(
+    private readonly algo: HashAlgo,
+    private readonly statFirst = false,
+  ) {}
 
-  hash(path: string | Buffer): PreHashed | undefined {
+  hash(path: Buffer): PreHashed | undefined {
+    if (this.statFirst && !isRegularFile(path)) return undefined;
     let fd: number;
     try {
       // Non-blocking: a FIFO must not stall the batch here (it is read in order, as git reads it).
@@ -50,8 +63,9 @@ export class BlobPreHasher {
     const header = `blob ${size}\0`;
     const start = ROOM - header.length;
     this.buf.write(header, start, 'latin1');
-    const id = this.algo.digest(this.buf.subarray(start, ROOM + size));
-    return { hex: id.toString('hex'), cr: this.buf.subarray(ROOM, ROOM + size).includes(0x0d) };
+    const object = this.buf.subarray(start, ROOM + size);
+    // Hex straight from the native call: no Buffer per file for the garbage collector.
+    return { hex: this.algo.hexDigest(object), cr: object.indexOf(0x0d, header.length) >= 0 };
   }
 
   private large(fd: number, size: number): PreHashed {
@@ -61,12 +75,22 @@ export class BlobPreHasher {
   }
 }
 
-/** Paths as one buffer, each followed by NUL (how they travel to the worker). */
-export function joinPaths(paths: Buffer[]): Buffer {
-  const out = Buffer.allocUnsafe(paths.reduce((n, b) => n + b.length + 1, 0));
+/**
+ * Where each path opens once git has changed to the top of the work tree (`baseSlash`: that
+ * directory with a trailing slash), as one shared buffer of NUL-terminated entries that both
+ * threads read. A path that cannot be opened by name (empty, or holding a NUL) gets an empty
+ * entry: it fails here and is hashed in order, where it gets git's message.
+ */
+export function joinTargets(paths: Buffer[], baseSlash: Buffer): Uint8Array {
+  let total = 0;
+  for (const p of paths) total += (p.length === 0 || p.includes(0) ? 0 : p[0] === 0x2f ? p.length : baseSlash.length + p.length) + 1;
+  const out = Buffer.from(new SharedArrayBuffer(Math.max(1, total)), 0, total);
   let at = 0;
-  for (const b of paths) {
-    at += b.copy(out, at);
+  for (const p of paths) {
+    if (p.length > 0 && !p.includes(0)) {
+      if (p[0] !== 0x2f) at += baseSlash.copy(out, at);
+      at += p.copy(out, at);
+    }
     out[at++] = 0;
   }
   return out;
@@ -92,48 +116,58 @@ const DONE_PLAIN = 2;
 const DONE_CR = 3;
 
 /**
- * One batch shared by two threads: a counter both take chunks of paths from, a done-flag per
- * path, and the ids written in place (`len` bytes each).
+ * One batch shared by two threads: the targets (joinTargets), a counter both take chunks of
+ * paths from, a done-flag per path, and the ids written in place as hex (`hexLen` bytes each).
  */
 export interface SharedBatch {
+  algo: string;
+  targets: Uint8Array;
   counter: Int32Array;
   flags: Int32Array;
-  ids: Uint8Array;
-  len: number;
+  hex: Uint8Array;
+  hexLen: number;
 }
 
-export function sharedBatch(n: number, len: number): SharedBatch {
+export function sharedBatch(algo: HashAlgo, targets: Uint8Array, n: number): SharedBatch {
+  const hexLen = algo.len * 2;
   return {
+    algo: algo.name,
+    targets,
     counter: new Int32Array(new SharedArrayBuffer(4)),
     flags: new Int32Array(new SharedArrayBuffer(4 * Math.max(1, n))),
-    ids: new Uint8Array(new SharedArrayBuffer(len * Math.max(1, n))),
-    len,
+    hex: new Uint8Array(new SharedArrayBuffer(hexLen * Math.max(1, n))),
+    hexLen,
   };
 }
 
 /** Hashes chunks of `paths` taken from the shared counter until none are left. */
 export function preHashShared(hasher: BlobPreHasher, paths: Buffer[], b: SharedBatch): void {
+  const hex = Buffer.from(b.hex.buffer, b.hex.byteOffset, b.hex.length);
   for (;;) {
     const from = Atomics.add(b.counter, 0, PRE_HASH_CHUNK);
     if (from >= paths.length) return;
     const to = Math.min(paths.length, from + PRE_HASH_CHUNK);
     for (let i = from; i < to; i++) {
       const r = hasher.hash(paths[i]!);
-      if (r !== undefined) Buffer.from(r.hex, 'hex').copy(b.ids, i * b.len);
+      if (r !== undefined) hex.write(r.hex, i * b.hexLen, 'latin1');
       Atomics.store(b.flags, i, r === undefined ? DONE_FAILED : r.cr ? DONE_CR : DONE_PLAIN);
       Atomics.notify(b.flags, i);
     }
   }
 }
 
-/** The result for path `i`, waiting for the other thread if it took that path and is not done. */
-export function sharedResult(b: SharedBatch, i: number): PreHashed | undefined {
-  let f = Atomics.load(b.flags, i);
-  // A thread that died mid-chunk never answers: after a while the path is hashed in order instead.
-  for (let waited = 0; f === 0 && waited < 30; waited++) {
-    Atomics.wait(b.flags, i, 0, 1000);
-    f = Atomics.load(b.flags, i);
+/** The results, in order, waiting for the other thread where it took a path and is not done. */
+export function sharedResults(b: SharedBatch, n: number): (PreHashed | undefined)[] {
+  const hex = Buffer.from(b.hex.buffer, b.hex.byteOffset, b.hex.length);
+  const out = new Array<PreHashed | undefined>(n);
+  for (let i = 0; i < n; i++) {
+    let f = Atomics.load(b.flags, i);
+    // A thread that died mid-chunk never answers: after a while the path is hashed in order instead.
+    for (let waited = 0; f === 0 && waited < 30; waited++) {
+      Atomics.wait(b.flags, i, 0, 1000);
+      f = Atomics.load(b.flags, i);
+    }
+    out[i] = f === 0 || f === DONE_FAILED ? undefined : { hex: hex.toString('latin1', i * b.hexLen, (i + 1) * b.hexLen), cr: f === DONE_CR };
   }
-  if (f === 0 || f === DONE_FAILED) return undefined;
-  return { hex: Buffer.from(b.ids.buffer, i * b.len, b.len).toString('hex'), cr: f === DONE_CR };
+  return out;
 }

@@ -10,6 +10,16 @@ function sleepMs(ms: number): void {
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
+/** The size of a regular file open as `fd`; undefined for anything else (a pipe, a terminal). */
+export function regularFileSize(fd: number): number | undefined {
+  try {
+    const st = fstatSync(fd);
+    return st.isFile() ? st.size : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** A read that waits on a non-blocking descriptor instead of failing with EAGAIN. */
 export function readBlocking(fd: number, buf: Buffer, off: number, len: number): number {
   for (;;) {
@@ -52,13 +62,7 @@ export class LineReader {
   private eof = false;
 
   constructor(private readonly fd: number) {
-    let regular = false;
-    try {
-      regular = fstatSync(fd).isFile();
-    } catch {
-      regular = false;
-    }
-    this.buf = Buffer.allocUnsafe(regular ? 4 << 20 : 64 * 1024);
+    this.buf = Buffer.allocUnsafe(regularFileSize(fd) !== undefined ? 4 << 20 : 64 * 1024);
   }
 
   next(): Buffer[] | undefined {

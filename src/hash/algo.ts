@@ -10,13 +10,19 @@ export interface HashAlgo {
   create(): Hash;
   /** The hash of one buffer, without a Hash object (one native call). */
   digest(data: Uint8Array): Buffer;
+  /** `digest` as lower-case hex, with no Buffer made on the way (many small files). */
+  hexDigest(data: Uint8Array): string;
 }
 
 /** `crypto.hash` (Node 20.12+): one-shot, no Hash object per call; else createHash. */
-const oneShot = (crypto as unknown as { hash?: (algo: string, data: Uint8Array, enc: 'buffer') => Buffer }).hash;
+const oneShot = (crypto as unknown as { hash?: <E extends 'buffer' | 'hex'>(algo: string, data: Uint8Array, enc: E) => E extends 'hex' ? string : Buffer }).hash;
 function digestWith(name: 'sha1' | 'sha256'): (data: Uint8Array) => Buffer {
   if (oneShot !== undefined) return (data) => oneShot(name, data, 'buffer');
   return (data) => createHash(name).update(data).digest();
+}
+function hexDigestWith(name: 'sha1' | 'sha256'): (data: Uint8Array) => string {
+  if (oneShot !== undefined) return (data) => oneShot(name, data, 'hex');
+  return (data) => createHash(name).update(data).digest('hex');
 }
 
 export const SHA1: HashAlgo = {
@@ -25,6 +31,7 @@ export const SHA1: HashAlgo = {
   revId: 1,
   create: () => createHash('sha1'),
   digest: digestWith('sha1'),
+  hexDigest: hexDigestWith('sha1'),
 };
 
 export const SHA256: HashAlgo = {
@@ -33,6 +40,7 @@ export const SHA256: HashAlgo = {
   revId: 2,
   create: () => createHash('sha256'),
   digest: digestWith('sha256'),
+  hexDigest: hexDigestWith('sha256'),
 };
 
 export function hashAlgoByName(name: string): HashAlgo | undefined {

@@ -34,6 +34,8 @@ export interface DiscoverOptions {
    * no ownership check (callers that pass an explicit git dir, which git trusts too).
    */
   euid?: number | undefined;
+  /** Reads the configuration without `git config` when it can (undefined: git is asked). */
+  readConfig?: (commonDir: string, env: NodeJS.ProcessEnv) => GitConfig | undefined;
 }
 
 function isDir(p: string): boolean {
@@ -142,7 +144,7 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
     gitDir = found;
   }
   const commonDir = commonDirOf(gitDir);
-  const config = GitConfig.load(gitDir, env);
+  const config = opts.readConfig?.(commonDir, env) ?? GitConfig.load(gitDir, env);
   const fmt = config.get('extensions.objectformat');
   const algo = fmt === undefined ? SHA1 : hashAlgoByName(fmt);
   if (algo === undefined) throw new GitError('unsupported', `unknown repository object format '${fmt}'`);
