@@ -56,7 +56,20 @@ export class BatchPool {
   }
 
   run(job: BatchJob): Promise<BatchResult> {
-    if (this.workers.length === 0) return Promise.resolve(runBatch(job));
+    if (this.workers.length === 0) {
+      // A turn of the event loop per batch, as a worker's reply gives: a signal (Ctrl-C) or an
+      // abort is then seen between batches, not once the whole rewrite is done (a run without
+      // threads otherwise only awaits settled promises, and signal handlers never get to run).
+      return new Promise((resolve, reject) =>
+        setImmediate(() => {
+          try {
+            resolve(runBatch(job));
+          } catch (e) {
+            reject(e as Error);
+          }
+        }),
+      );
+    }
     const id = this.nextId++;
     const w = this.workers[this.rr++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
