@@ -170,7 +170,7 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
     for (let r = 0; r < n; r++) {
       const off = offsets[r]!;
       const end = r + 1 < n ? offsets[r + 1]! : dataEnd;
-      if (end > dataEnd || end <= off) throw new GitError('verify-failed', `new pack ${w.packPath}: entry out of range at offset ${off}`, { file: w.packPath, offset: off, detail: 'entry out of range' });
+      if (end > dataEnd || end <= off) throw corrupt('verify-failed', w.packPath, off, 'entry out of range', 'new pack');
       let raw: Buffer;
       if (end - off > CHUNK) raw = readExactly(pack, w.packPath, off, end - off);
       else {
@@ -185,7 +185,7 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
       let type: number = h.type;
       if (type === OBJ_OFS_DELTA) type = typeAt[rankAt(offsets, off - h.baseDistance, r)] ?? 0;
       else if (type === OBJ_REF_DELTA) type = 0; // the rewrite writes OFS_DELTA only
-      if (!isBaseType(type)) throw new GitError('verify-failed', `new pack ${w.packPath}: a delta whose base is not before it at offset ${off}`, { file: w.packPath, offset: off, detail: 'a delta whose base is not before it' });
+      if (!isBaseType(type)) throw corrupt('verify-failed', w.packPath, off, 'a delta whose base is not before it', 'new pack');
       typeAt[r] = type;
       const j = position[r]!;
       const isWhole = isBaseType(h.type);

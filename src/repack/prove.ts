@@ -212,10 +212,10 @@ function provePackEnds(w: Written, algo: HashAlgo): number {
   try {
     if (!pack.take(12, false).equals(encodePackHeader(n))) throw new GitError('verify-failed', `new pack ${w.packPath}: header does not read back as written`);
     const dataEnd = pack.size - len;
-    if (dataEnd < 12) throw new GitError('verify-failed', `new pack ${w.packPath}: truncated at offset ${pack.size}`, { file: w.packPath, offset: pack.size, detail: 'truncated' });
+    if (dataEnd < 12) throw corrupt('verify-failed', w.packPath, pack.size, 'truncated', 'new pack');
     const trailer = Buffer.allocUnsafe(len);
     if (!pack.readAt(trailer, dataEnd) || !trailer.equals(w.checksum)) {
-      throw new GitError('verify-failed', `new pack ${w.packPath}: trailer does not read back as written at offset ${dataEnd}`, { file: w.packPath, offset: dataEnd, detail: 'trailer does not read back as written' });
+      throw corrupt('verify-failed', w.packPath, dataEnd, 'trailer does not read back as written', 'new pack');
     }
     return dataEnd;
   } finally {
@@ -229,7 +229,7 @@ function proveIdxStreamed(w: Written, algo: HashAlgo, readBack: ReadBackTables, 
   const n = w.count;
   const f = new ChunkedFile(w.idxPath, algo);
   try {
-    const bad: Bad = (what, at) => new GitError('verify-failed', `new index ${w.idxPath}: ${what} at offset ${at}`, { file: w.idxPath, offset: at, detail: what });
+    const bad: Bad = (what, at) => corrupt('verify-failed', w.idxPath, at, what, 'new index');
     const head = f.take(8 + FANOUT_BYTES);
     if (head.readUInt32BE(0) !== IDX_MAGIC || head.readUInt32BE(4) !== 2) throw bad('not an index version 2', 0);
     const fanout = new Uint32Array(256);
@@ -332,7 +332,7 @@ function proveRevStreamed(revPath: string, w: Written, algo: HashAlgo, readBack:
   if (revPath === undefined) return;
   const rv = new ChunkedFile(revPath, algo);
   try {
-    const bad = (what: string, at: number): GitError => new GitError('verify-failed', `new reverse index ${revPath}: ${what} at offset ${at}`, { file: revPath, offset: at, detail: what });
+    const bad = (what: string, at: number): GitError => corrupt('verify-failed', revPath, at, what, 'new reverse index');
     const head = rv.take(REV_HEADER);
     if (head.readUInt32BE(0) !== RIDX_SIGNATURE || head.readUInt32BE(4) !== 1 || head.readUInt32BE(8) !== algo.revId) throw bad('bad header', 0);
     if (rv.size !== REV_HEADER + n * 4 + 2 * len) throw bad(`size ${rv.size} does not fit ${n} objects`, 0);
