@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The launcher (bin/git-repack-ts) fixed glibc's mmap threshold for this process only: the
-// programs this one starts (git) get the environment as the user gave it.
-if (process.env.GIT_REPACK_TS_MALLOC === 'set') {
-  delete process.env.MALLOC_MMAP_THRESHOLD_;
+// The launcher (bin/git-repack-ts) set glibc malloc variables for this process only, and named
+// them in GIT_REPACK_TS_MALLOC: the programs this one starts (git) get the environment as the
+// user gave it.
+if (process.env.GIT_REPACK_TS_MALLOC !== undefined) {
+  for (const name of process.env.GIT_REPACK_TS_MALLOC.split(' ')) if (name.startsWith('MALLOC_')) delete process.env[name];
   delete process.env.GIT_REPACK_TS_MALLOC;
 }
 /** The module, or undefined when its file is not there. */

@@ -156,10 +156,11 @@ describe('repository discovery like git', () => {
 
 describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
   const LAUNCHER = path.resolve(path.dirname(BIN), 'git-repack-ts');
-  /** A directory with `name` as a script that logs the MALLOC_MMAP_THRESHOLD_ it was given, then runs `then`. */
+  /** A directory with `name` as a script that logs the malloc variables it was given, then runs `then`. */
   const fakeBin = (dir: string, name: string, then: string): string => {
     const log = path.join(dir, `${name}.log`);
-    fs.writeFileSync(path.join(dir, name), `#!/bin/sh\necho "\${MALLOC_MMAP_THRESHOLD_-unset} \${GIT_REPACK_TS_MALLOC-unset} $*" >> '${log}'\n${then}\n`, { mode: 0o755 });
+    const show = ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX', 'GIT_REPACK_TS_MALLOC'].map((v) => `\${${v}-unset}`).join('|');
+    fs.writeFileSync(path.join(dir, name), `#!/bin/sh\necho "${show} $*" >> '${log}'\n${then}\n`, { mode: 0o755 });
     return log;
   };
   const run = (cmd: string, args: string[], cwd: string, env: Record<string, string | undefined>) => {
@@ -194,7 +195,7 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     }
   });
 
-  it('fixes the mmap threshold for node only, keeps a threshold the user set, and passes arguments intact', () => {
+  it('sets the malloc variables for node only, keeps each one the user set, and passes arguments intact', () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
     try {
       const log = fakeBin(tmp, 'node', 'exit 3');
@@ -203,7 +204,15 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       expect(a.status).toBe(3);
       const b = run(LAUNCHER, ['y'], tmp, { ...env, MALLOC_MMAP_THRESHOLD_: '65536' });
       expect(b.status).toBe(3);
-      expect(fs.readFileSync(log, 'utf8')).toBe(`131072 set ${path.join(path.dirname(BIN), 'git-repack-ts.js')} two words --x=1\n65536 unset ${path.join(path.dirname(BIN), 'git-repack-ts.js')} y\n`);
+      // Set but empty is set: the user's choice too.
+      const c = run(LAUNCHER, ['z'], tmp, { ...env, MALLOC_TRIM_THRESHOLD_: '4096', MALLOC_ARENA_MAX: '' });
+      expect(c.status).toBe(3);
+      const js = path.join(path.dirname(BIN), 'git-repack-ts.js');
+      expect(fs.readFileSync(log, 'utf8')).toBe(
+        `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX ${js} two words --x=1\n` +
+          `65536|8388608|1|MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX ${js} y\n` +
+          `131072|4096||MALLOC_MMAP_THRESHOLD_ ${js} z\n`,
+      );
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
@@ -223,12 +232,12 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       expect(r.status).toBe(0);
       const calls = fs.readFileSync(log, 'utf8').trim().split('\n');
       expect(calls.some((l) => / index-pack /.test(` ${l} `))).toBe(true);
-      for (const l of calls) expect(l).toMatch(/^unset unset /);
-      // A threshold the user set is theirs: git gets it too.
+      for (const l of calls) expect(l).toMatch(/^unset\|unset\|unset\|unset /);
+      // A variable the user set is theirs: git gets it too.
       fs.rmSync(log);
-      const u = run(LAUNCHER, ['--graph-compression=-1', '-q'], repo, { ...env, MALLOC_MMAP_THRESHOLD_: '65536' });
+      const u = run(LAUNCHER, ['--graph-compression=-1', '-q'], repo, { ...env, MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' });
       expect(u.status).toBe(0);
-      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^65536 unset /);
+      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^65536\|unset\|2\|unset /);
       expect(objectSet(repo)).toEqual(before);
       expect(fsckStrict(repo).status).toBe(0);
     } finally {
