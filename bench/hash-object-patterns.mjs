@@ -42,7 +42,7 @@ export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObj
   const started = new Date();
   const loadBefore = uptime();
   const sha1 = opensslSha1();
-  const ours = (args) => ({ cmd: process.execPath, args: [BIN, 'hash-object', ...args] });
+  const ours = (args) => ({ cmd: BIN, args: ['hash-object', ...args] });
   const git = (args) => ({ cmd: 'git', args: ['hash-object', ...args] });
   const patterns = [];
 

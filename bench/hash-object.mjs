@@ -29,7 +29,8 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const BIN = path.resolve(here, '..', 'bin', 'git-repack-ts.js');
+// The command as git runs it: the launcher (node with its malloc settings), not node on the JS entry.
+const BIN = path.resolve(here, '..', 'bin', 'git-repack-ts');
 
 const opts = Object.fromEntries(
   process.argv.slice(2).map((a) => {
@@ -123,11 +124,11 @@ function commands(file, write) {
     args: [...low, 'hash-object', ...w, file],
     git: true,
   });
-  list.push({ name: `repack-ts hash-object${write ? ' -w' : ''} <file>`, cmd: process.execPath, args: [BIN, 'hash-object', ...w, file] });
+  list.push({ name: `repack-ts hash-object${write ? ' -w' : ''} <file>`, cmd: BIN, args: ['hash-object', ...w, file] });
   list.push({
     name: `repack-ts hash-object${write ? ' -w' : ''} <file>, threshold=32M`,
-    cmd: process.execPath,
-    args: [BIN, 'hash-object', ...w, file],
+    cmd: BIN,
+    args: ['hash-object', ...w, file],
     env: { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='32m'" },
   });
   return list;

@@ -195,7 +195,7 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     }
   });
 
-  it('sets the malloc variables for node only, keeps each one the user set, and passes arguments intact', () => {
+  it('sets the malloc variables for node only (not for hash-object), keeps each one the user set, and passes arguments intact', () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
     try {
       const log = fakeBin(tmp, 'node', 'exit 3');
@@ -207,11 +207,18 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       // Set but empty is set: the user's choice too.
       const c = run(LAUNCHER, ['z'], tmp, { ...env, MALLOC_TRIM_THRESHOLD_: '4096', MALLOC_ARENA_MAX: '' });
       expect(c.status).toBe(3);
+      // hash-object (after git's -C and --git-dir) gets glibc's own thresholds.
+      const d = run(LAUNCHER, ['-C', tmp, '--git-dir=x', 'hash-object', '-w'], tmp, env);
+      expect(d.status).toBe(3);
+      const e = run(LAUNCHER, ['-C', 'hash-object', 'verify'], tmp, env);
+      expect(e.status).toBe(3);
       const js = path.join(path.dirname(BIN), 'git-repack-ts.js');
       expect(fs.readFileSync(log, 'utf8')).toBe(
         `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX ${js} two words --x=1\n` +
           `65536|8388608|1|MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX ${js} y\n` +
-          `131072|4096||MALLOC_MMAP_THRESHOLD_ ${js} z\n`,
+          `131072|4096||MALLOC_MMAP_THRESHOLD_ ${js} z\n` +
+          `unset|unset|unset| ${js} -C ${tmp} --git-dir=x hash-object -w\n` +
+          `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX ${js} -C hash-object verify\n`,
       );
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
