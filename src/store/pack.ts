@@ -392,9 +392,7 @@ export class Pack {
     return this.entryAt(offset, Math.min(end, offset + MAX_ENTRY_HEADER)).hdr;
   }
 
-  /** Where `inflateChunked` gives its output without `into`. */
-  private pieceOut: Buffer | undefined;
-
+  private pieceOut: Buffer | undefined; // inflateChunked's output without `into`
   /**
    * The data of the entry [off, end) of a git pack, inflated as it is read a chunk at a time, so
    * that its compressed bytes are never held (issue 20): into `into` when it has room for the
@@ -408,10 +406,7 @@ export class Pack {
     const out = into ?? (this.pieceOut ??= Buffer.allocUnsafeSlow(SEQUENTIAL_CHUNK));
     const pieces = function* (pack: Pack): Generator<Buffer> {
       yield e.raw.subarray(headerLen);
-      for (let p = off + e.raw.length; p < end; p += SCRATCH) {
-        const n = Math.min(SCRATCH, end - p);
-        yield pack.read(p, n, pack.scratch.subarray(0, n));
-      }
+      for (let p = off + e.raw.length, n = 0; p < end; p += n) yield pack.read(p, (n = Math.min(SCRATCH, end - p)), pack.scratch.subarray(0, n));
     };
     try {
       inflatePiecesExact(pieces(this), end - off - headerLen, size, out, sink, this.packPath, off + headerLen);
