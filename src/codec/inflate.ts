@@ -27,7 +27,7 @@ export interface InflateOutcome {
   error: string | undefined;
 }
 
-const Z_FINISH = zlib.constants.Z_FINISH;
+const { Z_FINISH, Z_NO_FLUSH } = zlib.constants;
 
 export class Inflater {
   /** The stream that owns the handle, kept referenced so that its engine is not collected. */
@@ -60,6 +60,48 @@ export class Inflater {
     const availIn = this.state![1]!;
     return { produced: out.length - availOut, consumed: input.length - availIn, error: this.error };
   }
+
+  /**
+   * Inflates one zlib stream of `inputLen` bytes that arrives in pieces (an entry read a chunk at
+   * a time), so that neither its compressed bytes nor, with a small `out`, its output are ever
+   * held whole: what comes out goes to `sink` as it comes, and `out` is used again each time it
+   * fills. Stops as soon as more than `limit` bytes came out. The outcome is the whole stream's,
+   * as for `inflate`; the piece that completes `inputLen` goes in with Z_FINISH, so a stream cut
+   * short is zlib's error. zlib keeps no reference to a piece: the caller may reuse its memory.
+   */
+  inflatePieces(pieces: Iterable<Uint8Array>, inputLen: number, out: Uint8Array, limit: number, sink: (bytes: Uint8Array) => void): InflateOutcome {
+    if (this.handle === undefined || inputLen === 0) return fallbackPieces(pieces, out, limit, sink);
+    if (this.dirty) this.handle.reset();
+    this.dirty = true;
+    this.error = undefined;
+    let produced = 0;
+    let consumed = 0;
+    let at = 0;
+    for (const input of pieces) {
+      const flush = consumed + input.length >= inputLen ? Z_FINISH : Z_NO_FLUSH;
+      for (let inOff = 0; ; ) {
+        this.handle.writeSync(flush, input, inOff, input.length - inOff, out, at, out.length - at);
+        const availOut = this.state![0]!;
+        const availIn = this.state![1]!;
+        const have = out.length - at - availOut;
+        inOff = input.length - availIn;
+        produced += have;
+        if (this.error !== undefined) return { produced, consumed: consumed + inOff, error: this.error };
+        if (produced > limit) return { produced, consumed: consumed + inOff, error: undefined };
+        if (have > 0) sink(out.subarray(at, at + have));
+        at += have;
+        if (availOut === 0) {
+          at = 0; // `out` is full: used again for what this piece still gives
+          continue;
+        }
+        // Room left over with input unread: the stream ended inside this piece.
+        if (availIn > 0) return { produced, consumed: consumed + inOff, error: undefined };
+        break;
+      }
+      consumed += input.length;
+    }
+    return { produced, consumed, error: undefined };
+  }
 }
 
 function fallback(input: Uint8Array, out: Uint8Array): InflateOutcome {
@@ -72,6 +114,14 @@ function fallback(input: Uint8Array, out: Uint8Array): InflateOutcome {
     if (err.code === 'ERR_BUFFER_TOO_LARGE') return { produced: out.length, consumed: 0, error: undefined };
     return { produced: 0, consumed: 0, error: err.message };
   }
+}
+
+/** `inflatePieces` without the native handle (or with nothing to feed it): the pieces joined. */
+function fallbackPieces(pieces: Iterable<Uint8Array>, out: Uint8Array, limit: number, sink: (bytes: Uint8Array) => void): InflateOutcome {
+  const room = out.length > limit ? out : new Uint8Array(limit + 1);
+  const r = fallback(Buffer.concat([...pieces].map((p) => Uint8Array.from(p))), room);
+  if (r.error === undefined && r.produced <= limit) sink(room.subarray(0, r.produced));
+  return r;
 }
 
 let shared: Inflater | undefined;
@@ -88,14 +138,27 @@ export function threadInflater(): Inflater {
  */
 export function inflateExact(data: Uint8Array, size: number, file: string, offset: number, into?: Buffer): Buffer {
   const out = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafeSlow(size + 1);
-  const r = threadInflater().inflate(data, out);
+  checkExact(threadInflater().inflate(data, out), size, data.length, file, offset);
+  return out.subarray(0, size);
+}
+
+/** Any deviation of an inflate from exactly `size` bytes out of exactly `inputLen` bytes in: a corrupt entry. */
+function checkExact(r: InflateOutcome, size: number, inputLen: number, file: string, offset: number): void {
   if (r.error !== undefined) throw corrupt('bad-object', file, offset, `corrupt object data (zlib: ${r.error})`);
   if (r.produced > size) throw corrupt('bad-object', file, offset, `corrupt object data (inflates to more than the declared ${size} bytes)`);
   if (r.produced !== size) {
     throw corrupt('bad-object', file, offset, `inflated size ${r.produced} does not match declared size ${size}`);
   }
-  if (r.consumed !== data.length) {
-    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.consumed} of ${data.length} bytes`);
+  if (r.consumed !== inputLen) {
+    throw corrupt('bad-object', file, offset, `zlib stream ends after ${r.consumed} of ${inputLen} bytes`);
   }
-  return out.subarray(0, size);
+}
+
+/**
+ * `inflateExact` for a stream given in pieces of `inputLen` bytes in all (see `inflatePieces`):
+ * into `out` whole when it has room for `size + 1` bytes, else through `out` piece by piece to `sink`.
+ */
+export function inflatePiecesExact(pieces: Iterable<Uint8Array>, inputLen: number, size: number, out: Buffer, sink: (bytes: Uint8Array) => void, file: string, offset: number): void {
+  const room = out.length > size ? out.subarray(0, size + 1) : out;
+  checkExact(threadInflater().inflatePieces(pieces, inputLen, room, size, sink), size, inputLen, file, offset);
 }

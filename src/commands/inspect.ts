@@ -68,6 +68,7 @@ function add(into: TypeCensus, from: TypeCensus): void {
 export function censusOfPack(pack: Pack): PackCensus {
   const scan = scanPack(pack, {
     checkCrc: false,
+    headsOnly: true,
     onProblem: (p) => {
       throw corrupt('bad-pack', p.file, p.offset, p.message);
     },

@@ -1,22 +1,39 @@
 import { crc32 } from 'node:zlib';
 import { corrupt } from '../errors.js';
+import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { SEQUENTIAL_CHUNK, type Pack } from './pack.js';
+
+/** An entry's header and the first bytes of its zlib stream (header, and the first block's type). */
+const HEAD_BYTES = MAX_ENTRY_HEADER + 8;
+/**
+ * In a pass over headers, an entry larger than this that the current chunk does not hold has
+ * only its head read: one small read instead of a chunk mostly of its data.
+ */
+const HEAD_ONLY_ABOVE = 64 << 10;
 
 /**
  * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
  * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
  * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
- * once and in order (for hashing the pack in the same pass). With `streamLarge`, an entry
- * larger than a chunk is read a chunk at a time and never held: `raw` is its first chunk, and
- * `whole` gives its length and CRC32 (a 1.5 GiB blob was held whole by every scan: issue 20).
+ * once and in order (for hashing the pack in the same pass). `large` says what becomes of an
+ * entry larger than a chunk:
+ * - 'whole': it is read whole;
+ * - 'stream': it is read a chunk at a time and never held: `raw` is its first chunk, and `whole`
+ *   gives its length and CRC32 (a 1.5 GiB blob was held whole by every scan: issue 20);
+ * - 'head': only its first HEAD_BYTES are read, and so are those of any entry over
+ *   HEAD_ONLY_ABOVE that the current chunk does not hold: `raw` is that head, `whole` gives the
+ *   length and no CRC32 (NaN). For a pass that needs only headers (inspect read all of a 4.2 GiB
+ *   pack for them: issue 20); not with `onBytes`.
  */
 export function scanEntries(
   pack: Pack,
   visit: (j: number, offset: number, raw: Buffer, whole?: { len: number; crc: number }) => void,
   chunkSize = SEQUENTIAL_CHUNK,
   onBytes?: (bytes: Buffer) => void,
-  streamLarge = false,
+  large: 'whole' | 'stream' | 'head' = 'whole',
 ): void {
+  if (large === 'head' && onBytes) throw new Error('scanEntries: a pass over headers only sees no bytes');
+  const head = large === 'head' ? Buffer.allocUnsafe(HEAD_BYTES) : undefined;
   const order = pack.order;
   const offs = pack.idx.offsets;
   let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(pack.dataEnd, 1)));
@@ -31,7 +48,12 @@ export function scanEntries(
     if (off < pack.dataStart || len <= 0 || end > pack.dataEnd) {
       throw corrupt('bad-pack', pack.packPath, off, 'entry offset out of range');
     }
-    if (len > chunkSize && streamLarge) {
+    if (head !== undefined && len > HEAD_ONLY_ABOVE && (off < chunkStart || end > chunkStart + chunkLen)) {
+      const n = Math.min(len, HEAD_BYTES);
+      visit(j, off, pack.read(off, n, head.subarray(0, n)), { len, crc: NaN });
+      continue;
+    }
+    if (len > chunkSize && large === 'stream') {
       const head = pack.read(off, chunkSize);
       let crc = crc32(head);
       if (onBytes && off === fed) onBytes(head);

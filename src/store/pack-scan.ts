@@ -45,7 +45,14 @@ export interface ScanProblem {
  */
 export function scanPack(
   pack: Pack,
-  opts: { checkCrc: boolean; onProblem: (p: ScanProblem) => void; onProgress?: (done: number) => void; onBytes?: (bytes: Buffer) => void },
+  opts: {
+    checkCrc: boolean;
+    onProblem: (p: ScanProblem) => void;
+    onProgress?: (done: number) => void;
+    onBytes?: (bytes: Buffer) => void;
+    /** Read only each entry's head where the rest is not needed (no CRC32 check, no `onBytes`). */
+    headsOnly?: boolean;
+  },
 ): PackScan {
   const n = pack.count;
   const scan: PackScan = {
@@ -119,7 +126,7 @@ export function scanPack(
     } else {
       scan.parent[j] = NO_PARENT;
     }
-  }, undefined, opts.onBytes, true);
+  }, undefined, opts.onBytes, opts.headsOnly === true && !checkCrc && !opts.onBytes ? 'head' : 'stream');
   return scan;
 }
 

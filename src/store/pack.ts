@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
 import { openRegular, readRegular } from './regular.js';
 import { basename } from 'node:path';
-import { inflateExact } from '../codec/inflate.js';
+import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
 import { GitError, corrupt, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
@@ -385,6 +385,35 @@ export class Pack {
     } catch (err) {
       throw this.namedCorruption(err, e);
     }
+  }
+
+  /** The header of the entry [offset, end), from its first bytes only. */
+  entryHead(offset: number, end: number): EntryHeader {
+    return this.entryAt(offset, Math.min(end, offset + MAX_ENTRY_HEADER)).hdr;
+  }
+
+  private pieceOut: Buffer | undefined; // inflateChunked's output without `into`
+  /**
+   * The data of the entry [off, end) of a git pack, inflated as it is read a chunk at a time, so
+   * that its compressed bytes are never held (issue 20): into `into` when it has room for the
+   * declared size + 1 bytes (and returned), else through a reused 1 MiB buffer, piece by piece,
+   * to `sink`. Checked and named as `inflate` does.
+   */
+  inflateChunked(off: number, end: number, sink: (bytes: Uint8Array) => void, into?: Buffer): Buffer {
+    const e = this.entryAt(off, Math.min(end, off + SCRATCH)); // the first chunk, in `scratch`
+    const { size, headerLen } = e.hdr;
+    if (into !== undefined && into.length <= size) throw new RangeError(`inflateChunked: room for ${into.length} bytes, ${size + 1} needed`);
+    const out = into ?? (this.pieceOut ??= Buffer.allocUnsafeSlow(SEQUENTIAL_CHUNK));
+    const pieces = function* (pack: Pack): Generator<Buffer> {
+      yield e.raw.subarray(headerLen);
+      for (let p = off + e.raw.length, n = 0; p < end; p += n) yield pack.read(p, (n = Math.min(SCRATCH, end - p)), pack.scratch.subarray(0, n));
+    };
+    try {
+      inflatePiecesExact(pieces(this), end - off - headerLen, size, out, sink, this.packPath, off + headerLen);
+    } catch (err) {
+      throw this.namedCorruption(err, e);
+    }
+    return out.subarray(0, size);
   }
 
   private namedCorruption(err: unknown, e: RawEntry): unknown {
