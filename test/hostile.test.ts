@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { hostname } from 'node:os';
 import * as path from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { fixturePath, type FixtureName } from './fixtures/index.js';
 import { digestDiff, LONG, record, scaled, treeDigest } from './helpers/faults.js';
 import { git, objectSet } from './helpers/git.js';
@@ -110,79 +110,73 @@ describe('hostile repositories', () => {
 
   it('1. a stale or foreign journal: reported and left alone, nothing deleted', () => {
     const sb = sandbox('journal');
-    try {
-      const [a, b] = packsOf(sb.repo);
-      fs.writeFileSync(path.join(objectsOf(sb.repo), 'pack', `${b}.keep`), '');
-      const s = snapshot(sb);
-      // The report's journal: no run of ours wrote it.
-      fs.writeFileSync(journalFile(sb.repo), JSON.stringify({ installed: [], remove: [a, b] }));
-      const r = runTool(sb.repo);
-      expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(/^fatal: .*repack-ts\.journal: not a journal of this version .*left alone and nothing was changed/m);
+    onTestFinished(sb.drop);
+    const [a, b] = packsOf(sb.repo);
+    fs.writeFileSync(path.join(objectsOf(sb.repo), 'pack', `${b}.keep`), '');
+    const s = snapshot(sb);
+    // The report's journal: no run of ours wrote it.
+    fs.writeFileSync(journalFile(sb.repo), JSON.stringify({ installed: [], remove: [a, b] }));
+    const r = runTool(sb.repo);
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(/^fatal: .*repack-ts\.journal: not a journal of this version .*left alone and nothing was changed/m);
+    expect(packsOf(sb.repo)).toEqual([a, b].sort());
+    expect(fs.existsSync(journalFile(sb.repo))).toBe(true);
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
+    // Forged as ours from another host, another uid, or a run still alive (the test runner): refused.
+    for (const [fields, why] of [
+      [{ host: 'elsewhere' }, /written on host 'elsewhere'/],
+      [{ uid: uid + 1 }, /written by uid/],
+      [{ pid: process.pid }, /is still running/],
+    ] as const) {
+      fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b], ...fields }));
+      const f = runTool(sb.repo);
+      expect(f.status, f.stderr).toBe(128);
+      expect(f.stderr).toMatch(why);
       expect(packsOf(sb.repo)).toEqual([a, b].sort());
-      expect(fs.existsSync(journalFile(sb.repo))).toBe(true);
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-      // Forged as ours from another host, another uid, or a run still alive (the test runner): refused.
-      for (const [fields, why] of [
-        [{ host: 'elsewhere' }, /written on host 'elsewhere'/],
-        [{ uid: uid + 1 }, /written by uid/],
-        [{ pid: process.pid }, /is still running/],
-      ] as const) {
-        fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b], ...fields }));
-        const f = runTool(sb.repo);
-        expect(f.status, f.stderr).toBe(128);
-        expect(f.stderr).toMatch(why);
-        expect(packsOf(sb.repo)).toEqual([a, b].sort());
-      }
-      // Tied to a dead run of ours, but the packs it would remove are in no installed or kept
-      // pack: each is left alone with a warning (the .keep one never removed), and the run goes on.
-      fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b] }));
-      const t = runTool(sb.repo);
-      expect(t.status, t.stderr).toBe(0);
-      expect(t.stderr).toContain(`${a}.pack: `);
-      expect(t.stderr).toMatch(/objects are in no installed or kept pack; left alone/);
-      expect(t.stderr).toContain(`${b}.pack has a .keep file: left alone`);
-      expect(packsOf(sb.repo)).toContain(b);
-      expect(fs.existsSync(journalFile(sb.repo))).toBe(false);
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      sb.drop();
     }
+    // Tied to a dead run of ours, but the packs it would remove are in no installed or kept
+    // pack: each is left alone with a warning (the .keep one never removed), and the run goes on.
+    fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b] }));
+    const t = runTool(sb.repo);
+    expect(t.status, t.stderr).toBe(0);
+    expect(t.stderr).toContain(`${a}.pack: `);
+    expect(t.stderr).toMatch(/objects are in no installed or kept pack; left alone/);
+    expect(t.stderr).toContain(`${b}.pack has a .keep file: left alone`);
+    expect(packsOf(sb.repo)).toContain(b);
+    expect(fs.existsSync(journalFile(sb.repo))).toBe(false);
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 
   it('1. the journal of a killed run is tied to it and finishes the removal; a pack whose checksums changed is not trusted', () => {
     const sb = sandbox('journal-kill');
-    try {
-      const s = snapshot(sb);
-      const old = packsOf(sb.repo);
-      const k = runTool(sb.repo, HOSTILE_ARGS, { env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
-      expect(k.signal).toBe('SIGKILL');
-      const j = JSON.parse(fs.readFileSync(journalFile(sb.repo), 'utf8')) as { pid: number; host: string; uid: number; nonce: string; packs: { name: string; idx: string }[]; installed: string[]; remove: string[] };
-      expect(j.host).toBe(hostname());
-      expect(j.uid).toBe(uid);
-      expect(j.nonce).toMatch(/^[0-9a-f]{32}$/);
-      expect(fs.readFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), 'utf8')).toBe(`git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`);
-      expect(j.remove.sort()).toEqual(old);
-      // The idx checksum the journal recorded is the installed .idx's own trailer (git's, read here).
-      const idx = fs.readFileSync(path.join(objectsOf(sb.repo), 'pack', `${j.installed[0]}.idx`));
-      expect(j.packs.find((p) => p.name === j.installed[0])?.idx).toBe(idx.subarray(idx.length - 20).toString('hex'));
-      // A copy whose installed .idx no longer has the recorded checksum: the old packs stay.
-      const tw = twin(sb);
-      const tj = JSON.parse(fs.readFileSync(journalFile(tw), 'utf8')) as typeof j;
-      tj.packs = tj.packs.map((p) => ({ ...p, idx: '0'.repeat(40) }));
-      fs.writeFileSync(journalFile(tw), JSON.stringify(tj));
-      const u = runTool(tw);
-      expect(u.status, u.stderr).toBe(0);
-      expect(u.stderr).toMatch(/no longer has the checksums .* recorded; the old packs it lists are left alone/);
-      // The real one: the next run takes the lock over (same nonce) and finishes.
-      const r = runTool(sb.repo);
-      expect(r.status, r.stderr).toBe(0);
-      for (const p of old) expect(packsOf(sb.repo)).not.toContain(p);
-      expect(fs.existsSync(journalFile(sb.repo))).toBe(false);
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      sb.drop();
-    }
+    onTestFinished(sb.drop);
+    const s = snapshot(sb);
+    const old = packsOf(sb.repo);
+    const k = runTool(sb.repo, HOSTILE_ARGS, { env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
+    expect(k.signal).toBe('SIGKILL');
+    const j = JSON.parse(fs.readFileSync(journalFile(sb.repo), 'utf8')) as { pid: number; host: string; uid: number; nonce: string; packs: { name: string; idx: string }[]; installed: string[]; remove: string[] };
+    expect(j.host).toBe(hostname());
+    expect(j.uid).toBe(uid);
+    expect(j.nonce).toMatch(/^[0-9a-f]{32}$/);
+    expect(fs.readFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), 'utf8')).toBe(`git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`);
+    expect(j.remove.sort()).toEqual(old);
+    // The idx checksum the journal recorded is the installed .idx's own trailer (git's, read here).
+    const idx = fs.readFileSync(path.join(objectsOf(sb.repo), 'pack', `${j.installed[0]}.idx`));
+    expect(j.packs.find((p) => p.name === j.installed[0])?.idx).toBe(idx.subarray(idx.length - 20).toString('hex'));
+    // A copy whose installed .idx no longer has the recorded checksum: the old packs stay.
+    const tw = twin(sb);
+    const tj = JSON.parse(fs.readFileSync(journalFile(tw), 'utf8')) as typeof j;
+    tj.packs = tj.packs.map((p) => ({ ...p, idx: '0'.repeat(40) }));
+    fs.writeFileSync(journalFile(tw), JSON.stringify(tj));
+    const u = runTool(tw);
+    expect(u.status, u.stderr).toBe(0);
+    expect(u.stderr).toMatch(/no longer has the checksums .* recorded; the old packs it lists are left alone/);
+    // The real one: the next run takes the lock over (same nonce) and finishes.
+    const r = runTool(sb.repo);
+    expect(r.status, r.stderr).toBe(0);
+    for (const p of old) expect(packsOf(sb.repo)).not.toContain(p);
+    expect(fs.existsSync(journalFile(sb.repo))).toBe(false);
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 
   for (const [shared, umask] of [
@@ -193,205 +187,184 @@ describe('hostile repositories', () => {
   ] as const) {
     it(`2. core.sharedRepository=${shared} under umask ${umask}: the modes git repack -a -d gives`, () => {
       const sb = sandbox(`shared-${shared}`, { shared });
-      try {
-        // A repository whose pack directory is still to be made (only loose objects) as well.
-        const s = snapshot(sb);
-        const g = twin(sb);
-        expect(runGit(g, ['repack', '-a', '-d', '-q'], { umask }).status).toBe(0);
-        const r = runTool(sb.repo, HOSTILE_ARGS, { umask });
-        expect(r.status, r.stderr).toBe(0);
-        expect(packModes(sb.repo)).toEqual(packModes(g));
-        expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-        // The journal (left by a kill) as git makes the files it writes with 0666: a ref.
-        runGit(g, ['update-ref', 'refs/heads/probe', 'HEAD'], { umask });
-        const want = (fs.statSync(path.join(g, '.git/refs/heads/probe')).mode & 0o777).toString(8);
-        fs.writeFileSync(path.join(sb.repo, 'f0.txt'), 'changed\n');
-        runGit(sb.repo, ['commit', '-qam', 'more'], { umask });
-        const k = runTool(sb.repo, HOSTILE_ARGS, { umask, env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
-        expect(k.signal).toBe('SIGKILL');
-        expect((fs.statSync(journalFile(sb.repo)).mode & 0o777).toString(8)).toBe(want);
-        expect(packModes(sb.repo)).toEqual(packModes(g));
-        expect(runTool(sb.repo, HOSTILE_ARGS, { umask }).status).toBe(0);
-      } finally {
-        sb.drop();
-      }
+      onTestFinished(sb.drop);
+      // A repository whose pack directory is still to be made (only loose objects) as well.
+      const s = snapshot(sb);
+      const g = twin(sb);
+      expect(runGit(g, ['repack', '-a', '-d', '-q'], { umask }).status).toBe(0);
+      const r = runTool(sb.repo, HOSTILE_ARGS, { umask });
+      expect(r.status, r.stderr).toBe(0);
+      expect(packModes(sb.repo)).toEqual(packModes(g));
+      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
+      // The journal (left by a kill) as git makes the files it writes with 0666: a ref.
+      runGit(g, ['update-ref', 'refs/heads/probe', 'HEAD'], { umask });
+      const want = (fs.statSync(path.join(g, '.git/refs/heads/probe')).mode & 0o777).toString(8);
+      fs.writeFileSync(path.join(sb.repo, 'f0.txt'), 'changed\n');
+      runGit(sb.repo, ['commit', '-qam', 'more'], { umask });
+      const k = runTool(sb.repo, HOSTILE_ARGS, { umask, env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
+      expect(k.signal).toBe('SIGKILL');
+      expect((fs.statSync(journalFile(sb.repo)).mode & 0o777).toString(8)).toBe(want);
+      expect(packModes(sb.repo)).toEqual(packModes(g));
+      expect(runTool(sb.repo, HOSTILE_ARGS, { umask }).status).toBe(0);
     }, 60_000);
   }
 
   it('2. (issue 19) a repository without objects/pack: created as git creates it', () => {
     const sb = sandbox('no-pack-dir', { shared: 'group' });
-    try {
-      // Only loose objects, as libgit2 writes them.
-      const pd = path.join(objectsOf(sb.repo), 'pack');
-      for (const p of packsOf(sb.repo)) {
-        const data = fs.readFileSync(path.join(pd, `${p}.pack`));
-        for (const n of fs.readdirSync(pd)) if (n.startsWith(p)) fs.rmSync(path.join(pd, n));
-        expect(git(['unpack-objects', '-q'], { cwd: sb.repo, input: data }).status).toBe(0);
-      }
-      fs.rmdirSync(pd);
-      const s = snapshot(sb);
-      const g = twin(sb);
-      expect(runGit(g, ['repack', '-a', '-d', '-q'], { umask: '077' }).status).toBe(0);
-      const r = runTool(sb.repo, HOSTILE_ARGS, { umask: '077' });
-      expect(r.status, r.stderr).toBe(0);
-      expect(packModes(sb.repo)).toEqual(packModes(g));
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      sb.drop();
+    onTestFinished(sb.drop);
+    // Only loose objects, as libgit2 writes them.
+    const pd = path.join(objectsOf(sb.repo), 'pack');
+    for (const p of packsOf(sb.repo)) {
+      const data = fs.readFileSync(path.join(pd, `${p}.pack`));
+      for (const n of fs.readdirSync(pd)) if (n.startsWith(p)) fs.rmSync(path.join(pd, n));
+      expect(git(['unpack-objects', '-q'], { cwd: sb.repo, input: data }).status).toBe(0);
     }
+    fs.rmdirSync(pd);
+    const s = snapshot(sb);
+    const g = twin(sb);
+    expect(runGit(g, ['repack', '-a', '-d', '-q'], { umask: '077' }).status).toBe(0);
+    const r = runTool(sb.repo, HOSTILE_ARGS, { umask: '077' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(packModes(sb.repo)).toEqual(packModes(g));
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 
   it('3. FIFOs and a sparse 3 GiB file where locks and packs go: no hang, no big read', () => {
     const sb = sandbox('fifo');
-    try {
-      const s = snapshot(sb);
-      const objects = objectsOf(sb.repo);
-      const lock = path.join(objects, 'maintenance.lock');
-      // A FIFO lock is someone's lock (git's O_EXCL create fails on it too): refused at once.
-      spawnSync('mkfifo', [lock]);
-      let r = runTool(sb.repo);
-      expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(/maintenance\.lock': File exists/);
-      fs.rmSync(lock);
-      // A 3 GiB sparse lock: refused after reading 4 KiB, not 3 GiB.
-      fs.writeFileSync(lock, '');
-      fs.truncateSync(lock, 3 << 30);
-      const t = viaCli(HOSTILE_ARGS, sb.repo);
-      expect(t.status).toBe(128);
-      if (t.maxRssKiB !== undefined) expect(t.maxRssKiB).toBeLessThan(200 * 1024);
-      fs.rmSync(lock);
-      // gc.pid a FIFO: no gc holds the repository (git's fscanf finds nothing there either).
-      spawnSync('mkfifo', [path.join(sb.repo, '.git', 'gc.pid')]);
-      // A FIFO .idx beside a .pack, and a FIFO .pack beside a copied .idx: not packs (git skips them).
-      const pd = path.join(objects, 'pack');
-      const [a] = packsOf(sb.repo);
-      spawnSync('mkfifo', [path.join(pd, `pack-${'1'.repeat(40)}.idx`)]);
-      fs.writeFileSync(path.join(pd, `pack-${'1'.repeat(40)}.pack`), 'PACK');
-      spawnSync('mkfifo', [path.join(pd, `pack-${'2'.repeat(40)}.pack`)]);
-      fs.copyFileSync(path.join(pd, `${a}.idx`), path.join(pd, `pack-${'2'.repeat(40)}.idx`));
-      r = runTool(sb.repo);
-      expect(r.status, r.stderr).toBe(0);
-      expect(r.ms).toBeLessThan(25_000);
-      expect(fs.lstatSync(path.join(pd, `pack-${'1'.repeat(40)}.idx`)).isFIFO()).toBe(true);
-      for (const d of ['1', '2']) for (const ext of ['.pack', '.idx']) fs.rmSync(path.join(pd, `pack-${d.repeat(40)}${ext}`));
-      fs.rmSync(path.join(sb.repo, '.git', 'gc.pid'));
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      sb.drop();
-    }
+    onTestFinished(sb.drop);
+    const s = snapshot(sb);
+    const objects = objectsOf(sb.repo);
+    const lock = path.join(objects, 'maintenance.lock');
+    // A FIFO lock is someone's lock (git's O_EXCL create fails on it too): refused at once.
+    spawnSync('mkfifo', [lock]);
+    let r = runTool(sb.repo);
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(/maintenance\.lock': File exists/);
+    fs.rmSync(lock);
+    // A 3 GiB sparse lock: refused after reading 4 KiB, not 3 GiB.
+    fs.writeFileSync(lock, '');
+    fs.truncateSync(lock, 3 << 30);
+    const t = viaCli(HOSTILE_ARGS, sb.repo);
+    expect(t.status).toBe(128);
+    if (t.maxRssKiB !== undefined) expect(t.maxRssKiB).toBeLessThan(200 * 1024);
+    fs.rmSync(lock);
+    // gc.pid a FIFO: no gc holds the repository (git's fscanf finds nothing there either).
+    spawnSync('mkfifo', [path.join(sb.repo, '.git', 'gc.pid')]);
+    // A FIFO .idx beside a .pack, and a FIFO .pack beside a copied .idx: not packs (git skips them).
+    const pd = path.join(objects, 'pack');
+    const [a] = packsOf(sb.repo);
+    spawnSync('mkfifo', [path.join(pd, `pack-${'1'.repeat(40)}.idx`)]);
+    fs.writeFileSync(path.join(pd, `pack-${'1'.repeat(40)}.pack`), 'PACK');
+    spawnSync('mkfifo', [path.join(pd, `pack-${'2'.repeat(40)}.pack`)]);
+    fs.copyFileSync(path.join(pd, `${a}.idx`), path.join(pd, `pack-${'2'.repeat(40)}.idx`));
+    r = runTool(sb.repo);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.ms).toBeLessThan(25_000);
+    expect(fs.lstatSync(path.join(pd, `pack-${'1'.repeat(40)}.idx`)).isFIFO()).toBe(true);
+    for (const d of ['1', '2']) for (const ext of ['.pack', '.idx']) fs.rmSync(path.join(pd, `pack-${d.repeat(40)}${ext}`));
+    fs.rmSync(path.join(sb.repo, '.git', 'gc.pid'));
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 90_000);
 
   it('4. a .promisor linked to a file outside: not followed, nothing copied', () => {
     const sb = sandbox('promisor');
-    try {
-      const [a, b] = packsOf(sb.repo);
-      const pd = path.join(objectsOf(sb.repo), 'pack');
-      gitOkIn(sb.repo, ['config', 'remote.origin.url', sb.outside]);
-      gitOkIn(sb.repo, ['config', 'remote.origin.promisor', 'true']);
-      gitOkIn(sb.repo, ['config', 'extensions.partialClone', 'origin']);
-      fs.symlinkSync(sb.secret, path.join(pd, `${a}.promisor`));
-      fs.writeFileSync(path.join(pd, `${b}.promisor`), `${'0'.repeat(40)} refs/heads/main\n`);
-      const s = snapshot(sb);
-      const r = runTool(sb.repo);
-      expect(r.status, r.stderr).toBe(0);
-      expect(r.stderr).toContain(`${a}.promisor: a symbolic link; its content is not carried over`);
-      const promisors = fs.readdirSync(pd).filter((n) => n.endsWith('.promisor'));
-      expect(promisors).toHaveLength(1);
-      expect(fs.lstatSync(path.join(pd, promisors[0]!)).isFile()).toBe(true);
-      expect(fs.readFileSync(path.join(pd, promisors[0]!), 'utf8')).toBe(`${'0'.repeat(40)} refs/heads/main\n`);
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      sb.drop();
-    }
+    onTestFinished(sb.drop);
+    const [a, b] = packsOf(sb.repo);
+    const pd = path.join(objectsOf(sb.repo), 'pack');
+    gitOkIn(sb.repo, ['config', 'remote.origin.url', sb.outside]);
+    gitOkIn(sb.repo, ['config', 'remote.origin.promisor', 'true']);
+    gitOkIn(sb.repo, ['config', 'extensions.partialClone', 'origin']);
+    fs.symlinkSync(sb.secret, path.join(pd, `${a}.promisor`));
+    fs.writeFileSync(path.join(pd, `${b}.promisor`), `${'0'.repeat(40)} refs/heads/main\n`);
+    const s = snapshot(sb);
+    const r = runTool(sb.repo);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`${a}.promisor: a symbolic link; its content is not carried over`);
+    const promisors = fs.readdirSync(pd).filter((n) => n.endsWith('.promisor'));
+    expect(promisors).toHaveLength(1);
+    expect(fs.lstatSync(path.join(pd, promisors[0]!)).isFile()).toBe(true);
+    expect(fs.readFileSync(path.join(pd, promisors[0]!), 'utf8')).toBe(`${'0'.repeat(40)} refs/heads/main\n`);
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 
   it('5. zstd-import: an object above core.bigFileThreshold is refused before anything is written', () => {
     const sb = sandbox('zstd');
-    try {
-      // 24 MiB of zeros: a zstd frame of a few KiB declares it.
-      fs.writeFileSync(path.join(sb.repo, 'zeros.bin'), Buffer.alloc(24 << 20));
-      gitOkIn(sb.repo, ['add', 'zeros.bin']);
-      gitOkIn(sb.repo, ['commit', '-qm', 'zeros']);
-      gitOkIn(sb.repo, ['repack', '-a', '-d', '-q']);
-      const file = path.join(sb.outside, 'all.zpack');
-      expect(runTool(sb.repo, ['--zstd', '-q', '-o', file]).status).toBe(0);
-      expect(fs.statSync(file).size).toBeLessThan(1 << 20);
-      const target = path.join(sb.top, 'target');
-      gitOkIn(sb.top, ['init', '-q', target]);
-      gitOkIn(target, ['config', 'core.bigFileThreshold', '8m']);
-      const s = snapshot(sb);
-      const before = treeDigest(target);
-      const r = viaCli(['zstd-import', '-q', file], target);
-      expect(r.status, r.stderr).toBe(128);
-      const blob = gitOkIn(sb.repo, ['rev-parse', 'HEAD:zeros.bin']).trim();
-      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file}: object ${blob} at offset \\d+ declares 25165824 bytes, more than core.bigFileThreshold \\(8388608\\)`, 'm'));
-      if (r.maxRssKiB !== undefined) expect(r.maxRssKiB).toBeLessThan(150 * 1024);
-      expect(digestDiff(before, treeDigest(target))).toEqual([]);
-      // Under the default threshold it imports, nothing lost.
-      gitOkIn(target, ['config', '--unset', 'core.bigFileThreshold']);
-      const ok = viaCli(['zstd-import', '-q', file], target);
-      expect(ok.status, ok.stderr).toBe(0);
-      expect(objectSet(target)).toEqual(objectSet(sb.repo));
-      expect(digestDiff(s.outside, treeDigest(sb.outside))).toEqual([]);
-    } finally {
-      sb.drop();
-    }
+    onTestFinished(sb.drop);
+    // 24 MiB of zeros: a zstd frame of a few KiB declares it.
+    fs.writeFileSync(path.join(sb.repo, 'zeros.bin'), Buffer.alloc(24 << 20));
+    gitOkIn(sb.repo, ['add', 'zeros.bin']);
+    gitOkIn(sb.repo, ['commit', '-qm', 'zeros']);
+    gitOkIn(sb.repo, ['repack', '-a', '-d', '-q']);
+    const file = path.join(sb.outside, 'all.zpack');
+    expect(runTool(sb.repo, ['--zstd', '-q', '-o', file]).status).toBe(0);
+    expect(fs.statSync(file).size).toBeLessThan(1 << 20);
+    const target = path.join(sb.top, 'target');
+    gitOkIn(sb.top, ['init', '-q', target]);
+    gitOkIn(target, ['config', 'core.bigFileThreshold', '8m']);
+    const s = snapshot(sb);
+    const before = treeDigest(target);
+    const r = viaCli(['zstd-import', '-q', file], target);
+    expect(r.status, r.stderr).toBe(128);
+    const blob = gitOkIn(sb.repo, ['rev-parse', 'HEAD:zeros.bin']).trim();
+    expect(r.stderr).toMatch(new RegExp(`^fatal: ${file}: object ${blob} at offset \\d+ declares 25165824 bytes, more than core.bigFileThreshold \\(8388608\\)`, 'm'));
+    if (r.maxRssKiB !== undefined) expect(r.maxRssKiB).toBeLessThan(150 * 1024);
+    expect(digestDiff(before, treeDigest(target))).toEqual([]);
+    // Under the default threshold it imports, nothing lost.
+    gitOkIn(target, ['config', '--unset', 'core.bigFileThreshold']);
+    const ok = viaCli(['zstd-import', '-q', file], target);
+    expect(ok.status, ok.stderr).toBe(0);
+    expect(objectSet(target)).toEqual(objectSet(sb.repo));
+    expect(digestDiff(s.outside, treeDigest(sb.outside))).toEqual([]);
   }, 90_000);
 
   it('6. GIT_OBJECT_DIRECTORY with a multi-pack-index: rewritten where it was', () => {
     const sb = sandbox('objdir');
-    try {
-      const alt = path.join(sb.top, 'objects-elsewhere');
-      fs.cpSync(objectsOf(sb.repo), alt, { recursive: true });
-      // The repository's own objects/ keeps nothing but what git needs to call it a repository.
-      fs.rmSync(objectsOf(sb.repo), { recursive: true });
-      fs.mkdirSync(objectsOf(sb.repo));
-      const env = { GIT_OBJECT_DIRECTORY: alt };
-      expect(runGit(sb.repo, ['multi-pack-index', 'write'], { env }).status).toBe(0);
-      const before = spawnObjects(sb.repo, env);
-      const r = runTool(sb.repo, HOSTILE_ARGS, { env });
-      expect(r.status, r.stderr).toBe(0);
-      expect(fs.existsSync(path.join(alt, 'pack', 'multi-pack-index'))).toBe(true);
-      expect(fs.readdirSync(objectsOf(sb.repo))).toEqual([]);
-      expect(runGit(sb.repo, ['multi-pack-index', 'verify'], { env }).status).toBe(0);
-      expect(runGit(sb.repo, ['fsck', '--strict', '--no-dangling'], { env }).status).toBe(0);
-      expect(spawnObjects(sb.repo, env)).toEqual(before);
-    } finally {
-      sb.drop();
-    }
+    onTestFinished(sb.drop);
+    const alt = path.join(sb.top, 'objects-elsewhere');
+    fs.cpSync(objectsOf(sb.repo), alt, { recursive: true });
+    // The repository's own objects/ keeps nothing but what git needs to call it a repository.
+    fs.rmSync(objectsOf(sb.repo), { recursive: true });
+    fs.mkdirSync(objectsOf(sb.repo));
+    const env = { GIT_OBJECT_DIRECTORY: alt };
+    expect(runGit(sb.repo, ['multi-pack-index', 'write'], { env }).status).toBe(0);
+    const before = spawnObjects(sb.repo, env);
+    const r = runTool(sb.repo, HOSTILE_ARGS, { env });
+    expect(r.status, r.stderr).toBe(0);
+    expect(fs.existsSync(path.join(alt, 'pack', 'multi-pack-index'))).toBe(true);
+    expect(fs.readdirSync(objectsOf(sb.repo))).toEqual([]);
+    expect(runGit(sb.repo, ['multi-pack-index', 'verify'], { env }).status).toBe(0);
+    expect(runGit(sb.repo, ['fsck', '--strict', '--no-dangling'], { env }).status).toBe(0);
+    expect(spawnObjects(sb.repo, env)).toEqual(before);
   }, 60_000);
 
   it('7. leftovers: only our own, never through a link; (issue 19) a zombie holds no lock', () => {
     const sb = sandbox('leftovers');
+    onTestFinished(sb.drop);
     const zombie = makeZombie();
-    try {
-      fs.writeFileSync(path.join(sb.outside, 'keep-me'), 'x');
-      const s = snapshot(sb);
-      const objects = objectsOf(sb.repo);
-      const pd = path.join(objects, 'pack');
-      // A view name that is a link to the outside, and a view directory holding one.
-      fs.symlinkSync(sb.outside, path.join(objects, 'tmp_view_rts999999999_AbC123'));
-      fs.mkdirSync(path.join(objects, 'tmp_view_rts999999998_XyZ789'));
-      fs.symlinkSync(sb.outside, path.join(objects, 'tmp_view_rts999999998_XyZ789', 'pack'));
-      // Another user's leftovers are theirs.
-      const foreign = path.join(pd, 'tmp_pack_rts999999997_0123abcd');
-      fs.writeFileSync(foreign, 'not ours');
-      const other = uid === 0 ? 65534 : undefined;
-      if (other !== undefined) fs.chownSync(foreign, other, other);
-      // A lock left by a run of ours that is now a zombie: taken over.
-      expect(zombie.pid).toBeGreaterThan(0);
-      fs.writeFileSync(path.join(objects, 'maintenance.lock'), `git-repack-ts ${zombie.pid} ${hostname()} ${'cd'.repeat(16)}\n`);
-      const r = runTool(sb.repo);
-      expect(r.status, r.stderr).toBe(0);
-      expect(fs.readdirSync(objects).filter((n) => n.startsWith('tmp_'))).toEqual([]);
-      expect(fs.existsSync(foreign)).toBe(other !== undefined);
-      expect(fs.existsSync(path.join(objects, 'maintenance.lock'))).toBe(false);
-      fs.rmSync(foreign, { force: true });
-      expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    } finally {
-      zombie.end();
-      sb.drop();
-    }
+    onTestFinished(zombie.end);
+    fs.writeFileSync(path.join(sb.outside, 'keep-me'), 'x');
+    const s = snapshot(sb);
+    const objects = objectsOf(sb.repo);
+    const pd = path.join(objects, 'pack');
+    // A view name that is a link to the outside, and a view directory holding one.
+    fs.symlinkSync(sb.outside, path.join(objects, 'tmp_view_rts999999999_AbC123'));
+    fs.mkdirSync(path.join(objects, 'tmp_view_rts999999998_XyZ789'));
+    fs.symlinkSync(sb.outside, path.join(objects, 'tmp_view_rts999999998_XyZ789', 'pack'));
+    // Another user's leftovers are theirs.
+    const foreign = path.join(pd, 'tmp_pack_rts999999997_0123abcd');
+    fs.writeFileSync(foreign, 'not ours');
+    const other = uid === 0 ? 65534 : undefined;
+    if (other !== undefined) fs.chownSync(foreign, other, other);
+    // A lock left by a run of ours that is now a zombie: taken over.
+    expect(zombie.pid).toBeGreaterThan(0);
+    fs.writeFileSync(path.join(objects, 'maintenance.lock'), `git-repack-ts ${zombie.pid} ${hostname()} ${'cd'.repeat(16)}\n`);
+    const r = runTool(sb.repo);
+    expect(r.status, r.stderr).toBe(0);
+    expect(fs.readdirSync(objects).filter((n) => n.startsWith('tmp_'))).toEqual([]);
+    expect(fs.existsSync(foreign)).toBe(other !== undefined);
+    expect(fs.existsSync(path.join(objects, 'maintenance.lock'))).toBe(false);
+    fs.rmSync(foreign, { force: true });
+    expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 });
 
