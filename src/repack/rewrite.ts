@@ -1,20 +1,24 @@
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { Transform, Writable } from 'node:stream';
+import { constants, createDeflate, crc32 } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
-import type { HashAlgo } from '../hash/algo.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
+import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
+import { objectHeaderBytes } from '../hash/hash-object.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
-import { readLooseFile, loosePath } from '../store/loose.js';
+import { readLooseFile, readLooseHeader, pipeLooseData, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { COPY_CRC, COPY_INFLATE, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
+import { COPY_CRC, COPY_INFLATE, COPY_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
-import type { Levels } from './levels.js';
+import { FIXED_HUFFMAN, type Levels } from './levels.js';
 import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
@@ -43,6 +47,13 @@ const SPARE_BUFFERS = 2;
  * a time, not one per stage of the pipeline (normal batches never come near it).
  */
 const INFLIGHT_BYTES = 16 << 20;
+/**
+ * A copied entry longer than this, and a loose object whose file is, is never held whole: it is
+ * read, checked and written this many bytes at a time (git's write_reuse_object copies in pack
+ * windows; its write_no_reuse_object streams a blob above core.bigFileThreshold). Holding them
+ * took twice their size: a 1.5 GiB blob 3.1 GiB of memory (docs/benchmarks.md §8).
+ */
+const STREAM_CHUNK = 1 << 20;
 
 export interface RewriteOptions {
   zpack?: ZpackOutput | undefined;
@@ -76,8 +87,11 @@ export interface RewriteResult {
   unchanged?: boolean;
 }
 
-/** An object not copied from a pack entry (loose, or a delta written whole), encoded. */
-type Direct = { type: number; size: number; data: Buffer };
+/**
+ * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
+ * `data`, a large loose object, streamed from its file when its turn comes to be written.
+ */
+type Direct = { type: number; size: number; data: Buffer } | { type: number; size: number; data?: undefined; file: string; header: LooseHeader };
 
 /** A batch on its way: the job's tables the main thread needs back to write its entries. */
 interface InFlight {
@@ -128,6 +142,8 @@ class PartitionRewrite {
   private readonly inflight: InFlight[] = [];
   private readonly freeIn: ArrayBuffer[] = [];
   private readonly spareOut: ArrayBuffer[] = [];
+  /** Where entries too long to hold are read, a chunk at a time. */
+  private chunk: Buffer | undefined;
 
   constructor(
     private readonly plan: Plan,
@@ -302,6 +318,11 @@ class PartitionRewrite {
     if (pi === plan.looseMark) {
       const id = plan.input.loose[j]!;
       const file = loosePath(plan.input.looseDir, id);
+      if (opts.zpack === undefined && statSync(file).size > STREAM_CHUNK) {
+        const header = readLooseHeader(file);
+        this.outType[s] = header.type;
+        return { type: header.type, size: header.size, file, header };
+      }
       obj = readLooseFile(file);
       checkObjectId(opts.algo, obj.type, obj.data, id, 0, file, 0);
       stats.loose++;
@@ -346,9 +367,12 @@ class PartitionRewrite {
         // (the batch's message names no place)
         throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ?? corrupt(code, e.file, e.offset, e.message);
       }
-      this.writeBatch(output.sink, b, r);
+      await this.writeBatch(output.sink, b, r);
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);
+      // A large one (an entry re-encoded whole) goes now, not at V8's next full collection.
+      else releaseNow(new Uint8Array(r.buf));
       if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && this.spareOut.length < SPARE_BUFFERS) this.spareOut.push(r.out);
+      else if (r.out !== r.buf) releaseNow(new Uint8Array(r.out));
       opts.onProgress?.('writing objects', b.to, plan.n);
       opts.signal?.throwIfAborted();
     }
@@ -356,7 +380,7 @@ class PartitionRewrite {
   }
 
   /** A batch's entries, in pack order (git's write_one): the direct ones, copies and re-encodes. */
-  private writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): void {
+  private async writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): Promise<void> {
     const { plan, stats } = this;
     const src = Buffer.from(r.buf);
     const out = Buffer.from(r.out);
@@ -365,7 +389,9 @@ class PartitionRewrite {
       const type = this.outType[s]!;
       const d = b.directs.get(i);
       const mode = b.modes[i]!;
-      if (d !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
+      if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
+      else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
+      else if (mode === COPY_STREAM) this.copyStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
       else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
       else {
@@ -377,6 +403,57 @@ class PartitionRewrite {
         this.emit(sink, s, type, r.size[i]!, plan.base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
       }
     }
+  }
+
+  /**
+   * A copied entry too long to hold (git's write_reuse_object): its new header, then its data
+   * read, CRC'd and written a chunk at a time. Its CRC32 against the old idx is known only at
+   * the end: a mismatch then stops the run, and the new pack, never installed, is removed.
+   */
+  private copyStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): void {
+    const { plan } = this;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    const pack = plan.input.packs[pi]!;
+    const off = pack.idx.offsets[j]!;
+    const end = entryEnd(plan, pi, j);
+    this.emit(sink, s, type, size, plan.base[s]!, EMPTY, 0, 0);
+    let crc = crc32(srcHeader);
+    const chunk = (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK));
+    for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
+      const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p), chunk.subarray(0, Math.min(STREAM_CHUNK, end - p)));
+      crc = crc32(piece, crc);
+      sink.appendToEntry(piece, s);
+    }
+    if (crc !== pack.idx.crc(j)) {
+      const what = 'entry does not match its CRC32 in the index';
+      throw pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what);
+    }
+  }
+
+  /**
+   * A large loose object (git's write_no_reuse_object for a blob above core.bigFileThreshold):
+   * inflated, hashed and deflated into the pack a chunk at a time. Its id is known to match only
+   * at the end: a mismatch stops the run before anything is installed. Under `auto`, whose
+   * length rule needs the deflated length first, it is deflated twice.
+   */
+  private async looseStreaming(sink: RewriteOutput['sink'], s: number, file: string, h: LooseHeader): Promise<void> {
+    const { plan, opts } = this;
+    const enc = directEncoding(this.targets, h.type, h.size);
+    let level = enc.level;
+    if (enc.maxLen !== Infinity) {
+      let len = 0;
+      await pipeLooseData(file, h, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => ((len += c.length), done()) }));
+      if (len > enc.maxLen) level = 0;
+    }
+    this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
+    const hash = opts.algo.create().update(objectHeaderBytes(typeName(h.type), h.size));
+    const tap = new Transform({ transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)) });
+    await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (sink.appendToEntry(c, s), done()) }));
+    const id = plan.input.loose[plan.srcIdx[s]!]!;
+    const got = hash.digest();
+    if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+    this.stats.loose++;
   }
 
   private inflightBytes(): number {
@@ -406,22 +483,24 @@ class PartitionRewrite {
       }
       to++;
     }
-    const job = this.newJob(to - from, bytes);
-    const directs = this.fillJob(job, from);
+    const job = this.newJob(to - from);
+    const { directs, read } = this.fillJob(job, from);
+    // Sized by what is read: a streamed copy's header only.
+    job.buf = this.takeBuffer(read);
     this.next = to;
     const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
-    return { promise: pool.run(job), from, to, directs, bytes, ...copy };
+    return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
   }
 
-  private newJob(m: number, bytes: number): BatchJob {
+  private newJob(m: number): BatchJob {
     const { plan, opts } = this;
     const zstdOut = opts.zpack !== undefined;
     const files = plan.input.packs.map((p) => ({ path: p.packPath, fd: p.descriptor }));
-    return emptyJob(m, this.takeBuffer(bytes), this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
+    return emptyJob(m, NO_BUFFER, this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
   }
 
   /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
-  private fillJob(job: BatchJob, from: number): Map<number, Direct> {
+  private fillJob(job: BatchJob, from: number): { directs: Map<number, Direct>; read: number } {
     const { plan, opts } = this;
     const zout = opts.zpack;
     const directs = new Map<number, Direct>();
@@ -446,7 +525,9 @@ class PartitionRewrite {
         continue;
       }
       const hasCrc = pack.idx.hasCrcs;
-      job.mode[i] = copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      // (idx v1 has no CRC32 to check a streamed copy against: such a copy is inflated whole.)
+      const streamed = copy && hasCrc && end - off > STREAM_CHUNK;
+      job.mode[i] = streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
       if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
@@ -457,13 +538,14 @@ class PartitionRewrite {
       job.fileIndex[i] = pi;
       job.offset[i] = off;
       // Consecutive source bytes of one pack make one span: (file, start, length, position).
+      const len = streamed ? job.headerLen[i]! : end - off;
       const last = spans.length - 4;
-      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += end - off;
-      else spans.push(pi, off, end - off, pos);
-      pos += end - off;
+      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += len;
+      else spans.push(pi, off, len, pos);
+      pos += len;
     }
     job.spans = Float64Array.from(spans);
-    return directs;
+    return { directs, read: pos };
   }
 
   /** What only the writing needed goes before the index is built (about 20 bytes per object). */
@@ -480,4 +562,12 @@ class PartitionRewrite {
 }
 
 const EMPTY = Buffer.alloc(0);
+const NO_BUFFER = new ArrayBuffer(0);
+
+/** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
+function deflateStream(level: number): Transform {
+  const chunkSize = STREAM_CHUNK;
+  if (level === FIXED_HUFFMAN) return createDeflate({ level: 6, strategy: constants.Z_FIXED, chunkSize });
+  return createDeflate({ level, chunkSize });
+}
 
