@@ -16,6 +16,11 @@ import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, listPacks, objectSet,
 import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { leftovers } from './helpers/faults.js';
 import { BIN, tool } from './helpers/tool.js';
+import { repack } from '../src/commands/repack.js';
+import { discoverRepository } from '../src/store/repo.js';
+import { GitError } from '../src/errors.js';
+import { reportError } from '../src/cli/io.js';
+import type { Level } from '../src/repack/levels.js';
 
 const MiB = 1 << 20;
 
@@ -213,4 +218,53 @@ describe('a 32 MiB packed blob and a 32 MiB loose one', () => {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
+});
+
+describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 1 MiB)', () => {
+  let pristine: { dir: string; looseId: string };
+  beforeAll(() => {
+    pristine = makeRepo(2 * MiB, 0);
+  });
+  afterAll(() => fs.rmSync(pristine.dir, { recursive: true, force: true }));
+  const run = (dir: string, blob: Level): Promise<unknown> =>
+    repack(discoverRepository({ cwd: dir, env: {} }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: MiB });
+
+  it('an entry to re-encode over it is refused before anything is written: fatal, 128, nothing changed', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));
+    fs.cpSync(pristine.dir, dir, { recursive: true });
+    try {
+      const pack = listPacks(dir)[0]!;
+      const big = verifyPack(dir, pack).entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 2 * MiB)!;
+      const before = snapshot(dir);
+      const e = await run(dir, 9).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toBeInstanceOf(GitError);
+      const said: string[] = [];
+      const code = reportError({ out: () => undefined, err: (t) => void said.push(t), stderrIsTty: false, env: {}, cwd: dir }, e);
+      expect({ code, said }).toEqual({
+        code: 128,
+        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds each entry it re-encodes whole, and refuses one over ${MiB} bytes\n`],
+      });
+      expect(snapshot(dir)).toEqual(before);
+      expect(leftovers(dir)).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a copy over it goes through, streamed: git reads back the same objects', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));
+    fs.cpSync(pristine.dir, dir, { recursive: true });
+    try {
+      const before = objectSet(dir);
+      await run(dir, 'keep');
+      expect(objectSet(dir)).toEqual(before);
+      expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
+      expect(leftovers(dir)).toEqual([]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

@@ -79,6 +79,8 @@ export interface RewriteOptions {
    */
   skipIfUnchanged?: boolean | undefined;
   threads?: number | undefined; // forced worker threads (`forcedThreads`); else as the work deserves
+  /** The largest entry held whole (MAX_HELD_ENTRY unless a test lowers it). */
+  maxHeldEntry?: number | undefined;
 }
 
 export interface RewriteResult {
@@ -184,7 +186,7 @@ class PartitionRewrite {
     }
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written.
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType), 'the new pack');
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
