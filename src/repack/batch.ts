@@ -18,6 +18,8 @@ export const SKIP = 4;
  * CRCs and writes the rest a chunk at a time (rewrite.ts, `copyStreaming`).
  */
 export const COPY_STREAM = 5;
+/** A re-encode too large to hold (an object of a zstd pack above core.bigFileThreshold): the same, `zstdStreaming`. */
+export const REENCODE_STREAM = 6;
 
 /**
  * A run of consecutive output entries whose source bytes sit in one buffer. It is the unit of
@@ -180,7 +182,7 @@ export function runBatch(job: BatchJob): BatchResult {
       const size = entrySize(src, rs, rs + hl);
       if (size < 0) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
       sizes[i] = size;
-      if (mode === COPY_STREAM) continue;
+      if (mode === COPY_STREAM || mode === REENCODE_STREAM) continue;
       if (mode === COPY_CRC) {
         // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
         if (crc32(raw) !== job.crc[i]) {

@@ -1,8 +1,10 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Transform, Writable } from 'node:stream';
-import { constants, createDeflate, crc32 } from 'node:zlib';
+import { once } from 'node:events';
+import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
+import type { Hash } from 'node:crypto';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
 import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
@@ -15,7 +17,7 @@ import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { COPY_CRC, COPY_INFLATE, COPY_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
+import { COPY_CRC, COPY_INFLATE, COPY_STREAM, REENCODE_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import { FIXED_HUFFMAN, type Levels } from './levels.js';
@@ -81,6 +83,11 @@ export interface RewriteOptions {
   threads?: number | undefined; // forced worker threads (`forcedThreads`); else as the work deserves
   /** The largest entry held whole (MAX_HELD_ENTRY unless a test lowers it). */
   maxHeldEntry?: number | undefined;
+  /**
+   * Objects of a zstd pack larger than this (core.bigFileThreshold, for zstd-import) are
+   * decompressed, hashed and deflated a chunk at a time, never held.
+   */
+  streamAbove?: number | undefined;
 }
 
 export interface RewriteResult {
@@ -138,6 +145,8 @@ class PartitionRewrite {
   private readonly outDictOfKind: number[];
   private readonly zsrc: Pack | undefined;
   private mainZstd: ZstdCodec | undefined;
+  /** The source zstd pack's codec, for objects decompressed a chunk at a time. */
+  private srcZstd: ZstdCodec | undefined;
   private readonly usesAuto: boolean;
   // The write loop's state: the next entry to batch, batches in flight, buffers going round.
   private next = 0;
@@ -190,7 +199,7 @@ class PartitionRewrite {
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
-    if (!opts.dryRun && !this.usesAuto) for (const sc of plan.scans) releaseNow(sc.size);
+    if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined) for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
     const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
     let output: RewriteOutput;
@@ -393,6 +402,7 @@ class PartitionRewrite {
       const mode = b.modes[i]!;
       if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
       else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
+      else if (mode === REENCODE_STREAM) await this.zstdStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]! , b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === COPY_STREAM) this.copyStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
       else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
@@ -456,6 +466,79 @@ class PartitionRewrite {
     const got = hash.digest();
     if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
     this.stats.loose++;
+  }
+
+  /** Whether entry `s` is an object of a zstd pack re-encoded a chunk at a time (`streamAbove`). */
+  private streamsReencode(s: number): boolean {
+    const { plan, opts } = this;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    if (opts.streamAbove === undefined || opts.zpack !== undefined || !plan.input.packs[pi]!.isZpack) return false;
+    return isBaseType(typeOf(plan, pi, j)) && plan.scans[pi]!.size[j]! > opts.streamAbove;
+  }
+
+  /**
+   * An object of a zstd pack above `streamAbove` (git's streaming of a blob above
+   * core.bigFileThreshold): its frame read, CRC'd and decompressed, the bytes hashed and deflated
+   * into the pack, a chunk at a time; the stream written is inflated again as it goes. At the end
+   * the CRC32 must be the old index's, and both the bytes read and the bytes the new stream
+   * inflates to must hash to the object's id (the proof a held re-encode gets by comparing).
+   */
+  private async zstdStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
+    const { plan, opts } = this;
+    const pi = plan.srcPack[s]!;
+    const j = plan.srcIdx[s]!;
+    const pack = plan.input.packs[pi]!;
+    const off = pack.idx.offsets[j]!;
+    const end = entryEnd(plan, pi, j);
+    const plain = end - off - srcHeader.length === size;
+    const dict = pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT;
+    const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
+    const objectHash = (): Hash => opts.algo.create().update(objectHeaderBytes(typeName(type), size));
+    // The object's bytes, a piece at a time, into `put` (and `tap`), every check of the source made.
+    const source = async (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => {
+      this.srcZstd ??= zstdCodec(pack.zstdDicts.dicts);
+      const reader = plain ? undefined : this.srcZstd.frameReader(dict, STREAM_CHUNK);
+      let crc = crc32(srcHeader);
+      let got = 0;
+      try {
+        for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
+          const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
+          crc = crc32(piece, crc);
+          for (const o of reader === undefined ? [piece] : reader.feed(piece)) {
+            got += o.length;
+            if (got > size) throw bad(`zstd frame decodes to more than the declared ${size} bytes`);
+            tap?.update(o);
+            await put(o);
+          }
+        }
+      } catch (e) {
+        if (e instanceof GitError && e.file === undefined) throw bad(e.message);
+        throw e;
+      }
+      if (crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
+      if (got !== size || (reader !== undefined && !reader.ended())) throw bad(`zstd frame decodes to ${got} bytes, not the declared ${size}`);
+    };
+    const enc = this.classify(s);
+    let level = enc.level;
+    if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
+    this.emit(sink, s, type, size, -1, EMPTY, 0, 0);
+    const read = objectHash();
+    const back = objectHash();
+    const inflate = createInflate({ chunkSize: STREAM_CHUNK });
+    inflate.on('data', (c: Buffer) => back.update(c));
+    const inflated = once(inflate, 'end');
+    inflated.catch(() => undefined);
+    await deflatePieces(level, (put) => source(put, read), (c) => {
+      sink.appendToEntry(c, s);
+      inflate.write(c);
+    });
+    inflate.end();
+    await inflated;
+    const id = pack.idx.idAt(j);
+    const got = read.digest();
+    if (!got.equals(id)) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+    if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
   }
 
   private inflightBytes(): number {
@@ -528,8 +611,9 @@ class PartitionRewrite {
       }
       const hasCrc = pack.idx.hasCrcs;
       // (idx v1 has no CRC32 to check a streamed copy against: such a copy is inflated whole.)
-      const streamed = copy && hasCrc && end - off > STREAM_CHUNK;
-      job.mode[i] = streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      const reStreamed = !copy && this.streamsReencode(s);
+      const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK);
+      job.mode[i] = reStreamed ? REENCODE_STREAM : streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
       if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
@@ -565,6 +649,32 @@ class PartitionRewrite {
 
 const EMPTY = Buffer.alloc(0);
 const NO_BUFFER = new ArrayBuffer(0);
+
+/**
+ * Deflates the pieces `source` hands to its `put` (which waits while the stream is full) at
+ * `level`, each piece of output to `onOut`; resolves with the stream's length.
+ */
+async function deflatePieces(level: number, source: (put: (piece: Buffer) => Promise<void>) => Promise<void>, onOut: (c: Buffer) => void): Promise<number> {
+  const d = deflateStream(level);
+  let len = 0;
+  d.on('data', (c: Buffer) => {
+    len += c.length;
+    onOut(c);
+  });
+  const ended = once(d, 'end');
+  ended.catch(() => undefined);
+  try {
+    await source(async (piece) => {
+      if (!d.write(piece)) await once(d, 'drain');
+    });
+  } catch (e) {
+    d.destroy();
+    throw e;
+  }
+  d.end();
+  await ended;
+  return len;
+}
 
 /** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
 function deflateStream(level: number): Transform {
