@@ -12,7 +12,7 @@ import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import type { Levels } from '../repack/levels.js';
 import { resolveChains } from '../store/chain.js';
-import { tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
+import { fault, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import { runGitFsck, type FsckMode } from '../store/fsck.js';
 import { acquireRepackLock } from '../store/lock.js';
 import { guardLock, removeOnSignal } from '../cleanup.js';
@@ -104,6 +104,11 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
   const algo = repo.algo;
   const infos = listPacks(repo.objectsDir);
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
+  // Each step a point of the fault harness, as the rewrite's (a stop there, then a signal: issue 20).
+  const onProgress = (phase: string, done: number, total: number): void => {
+    fault(`progress:${phase}`, `${done}/${total}`);
+    opts.onProgress?.(phase, done, total);
+  };
   const tmp = removeOnSignal(join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`));
   try {
     const packs = infos.map((i) => Pack.open(i.base + '.pack', algo));
@@ -112,7 +117,7 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
     const dictionaries: ExportResult['dictionaries'] = [];
     const dicts: ZpackDict[] = [];
     if (opts.dictSize > 0) {
-      opts.onProgress?.('training dictionaries', 0, DICT_KINDS.length);
+      onProgress('training dictionaries', 0, DICT_KINDS.length);
       const plainKind = (k: number): boolean => opts.plainTypes?.has(typeOfKind(k)) === true;
       const samples = sampleKinds(packs, plainKind);
       samples.forEach((s, k) => {
@@ -122,7 +127,7 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
           dicts.push({ kind: k, data: d.dict });
           dictionaries.push({ kind: DICT_KINDS[k]!, bytes: d.dict.length, method: d.method, samples: s.length });
         }
-        opts.onProgress?.('training dictionaries', k + 1, DICT_KINDS.length);
+        onProgress('training dictionaries', k + 1, DICT_KINDS.length);
       });
     }
     const loose = listLoose(repo.objectsDir, algo);
@@ -139,15 +144,15 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
         writeRev: false,
         threads: forcedThreads(repo.env),
         zpack: { level: opts.level, plainTypes: opts.plainTypes, dicts, refs: listRefs(repo.gitDir, repo.env), promisor },
-        onProgress: opts.onProgress,
+        onProgress,
       },
     );
     if (written === undefined) throw new GitError('verify-failed', 'nothing was written');
     // Read the whole file back: every object re-hashed through the zstd reader.
-    opts.onProgress?.('verifying', 0, 1);
+    onProgress('verifying', 0, 1);
     const v = await verifyPack(tmp, tmp, algo);
     if (!v.ok) throw new GitError('verify-failed', `the zstd pack does not verify: ${v.problems.map((p) => `${p.message} at offset ${p.offset}`).join('; ')}`);
-    opts.onProgress?.('verifying', 1, 1);
+    onProgress('verifying', 1, 1);
     renameSync(tmp, out);
     let sourceBytes = 0;
     for (const p of packs) sourceBytes += p.size;
