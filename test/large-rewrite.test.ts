@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, listPacks, objectSet, verifyPack, type VerifyPackEntry } from './helpers/git.js';
+import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, gitOkBuffer, listPacks, objectSet, verifyPack, type VerifyPackEntry } from './helpers/git.js';
 import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { leftovers } from './helpers/faults.js';
 import { BIN, tool } from './helpers/tool.js';
@@ -136,6 +136,24 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
     });
   }
 
+  it('--blob-compression=1: the 6 MiB stored blob is re-encoded as it streams, to what zlib gives for it at level 1', () => {
+    const dir = copy();
+    try {
+      const before = objectSet(dir);
+      const old = storedEntry(dir, listPacks(dir)[0]!);
+      const r = tool(['--graph-compression=0', '--blob-compression=1'], { cwd: dir });
+      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+      const pack = listPacks(dir)[0]!;
+      const now = verifyPack(dir, pack).entries.find((e) => e.oid === old.oid)!;
+      const z = deflateSync(gitOkBuffer(['cat-file', 'blob', old.oid], { cwd: dir }), { level: 1 });
+      expect(fs.readFileSync(pack).subarray(now.offset + now.sizeInPack - z.length, now.offset + now.sizeInPack).equals(z)).toBe(true);
+      expect(objectSet(dir)).toEqual(before);
+      expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('under auto, the incompressible loose blob is stored (its deflated length measured first)', () => {
     const dir = copy();
     try {
@@ -220,21 +238,22 @@ describe('a 32 MiB packed blob and a 32 MiB loose one', () => {
   }, 60_000);
 });
 
-describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 1 MiB)', () => {
+describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 KiB)', () => {
+  // 768 KiB: under the 1 MiB chunk, so that a re-encode holds it whole.
   let pristine: { dir: string; looseId: string };
   beforeAll(() => {
-    pristine = makeRepo(2 * MiB, 0);
+    pristine = makeRepo(768 << 10, 0);
   });
   afterAll(() => fs.rmSync(pristine.dir, { recursive: true, force: true }));
   const run = (dir: string, blob: Level): Promise<unknown> =>
-    repack(discoverRepository({ cwd: dir, env: {} }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: MiB });
+    repack(discoverRepository({ cwd: dir, env: {} }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: 512 << 10 });
 
   it('an entry to re-encode over it is refused before anything is written: fatal, 128, nothing changed', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));
     fs.cpSync(pristine.dir, dir, { recursive: true });
     try {
       const pack = listPacks(dir)[0]!;
-      const big = verifyPack(dir, pack).entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 2 * MiB)!;
+      const big = verifyPack(dir, pack).entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 768 << 10)!;
       const before = snapshot(dir);
       const e = await run(dir, 9).then(
         () => undefined,
@@ -245,7 +264,7 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 1 Mi
       const code = reportError({ out: () => undefined, err: (t) => void said.push(t), stderrIsTty: false, env: {}, cwd: dir }, e);
       expect({ code, said }).toEqual({
         code: 128,
-        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds each entry it re-encodes whole, and refuses one over ${MiB} bytes\n`],
+        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds each entry it re-encodes whole, and refuses one over ${512 << 10} bytes\n`],
       });
       expect(snapshot(dir)).toEqual(before);
       expect(leftovers(dir)).toEqual([]);
@@ -254,7 +273,7 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 1 Mi
     }
   });
 
-  it('a copy over it goes through, streamed: git reads back the same objects', async () => {
+  it('a copy over it goes through: git reads back the same objects', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));
     fs.cpSync(pristine.dir, dir, { recursive: true });
     try {

@@ -10,9 +10,9 @@ import { isDirect, type Plan } from './plan.js';
 /** What the new pack of a plan may take on disk: its bound (for the idx's offsets) and the free-space estimate. */
 
 /**
- * The largest pack entry the rewrite holds whole: one it re-encodes (or copies from a pack with
- * no CRC32s, an idx v1); one read is at most 2 GiB - 1 bytes. Copies are streamed and have no
- * bound (issues 20 and 21, docs/benchmarks.md §8).
+ * The largest pack entry the rewrite holds whole: a delta it re-encodes (or a copy from a pack
+ * with no CRC32s, an idx v1); one read is at most 2 GiB - 1 bytes. Copies and whole objects
+ * re-encoded are streamed and have no bound (issues 20 and 21, docs/benchmarks.md §8).
  */
 export const MAX_HELD_ENTRY = 2 ** 31 - 1;
 
@@ -34,7 +34,7 @@ export function outputBound(plan: Plan): number {
  * deflated anew at its length (a level other than 0 changes it little), one stored anew (level
  * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
  */
-export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY): number {
+export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY, reencodeStreams: (s: number) => boolean = () => false): number {
   let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
   for (let k = 0; k < plan.n; k++) {
     const s = plan.outOrder[k]!;
@@ -54,7 +54,7 @@ export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncodin
       continue;
     }
     const { copy, level } = classify(s);
-    if (len > maxHeld && !(copy && plan.input.packs[pi]!.idx.hasCrcs)) refuseLarge(plan, pi, j, len, maxHeld);
+    if (len > maxHeld && !(copy && plan.input.packs[pi]!.idx.hasCrcs) && (copy || !reencodeStreams(s))) refuseLarge(plan, pi, j, len, maxHeld);
     bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
   }
   return bytes;

@@ -195,7 +195,7 @@ class PartitionRewrite {
     }
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written.
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry), 'the new pack');
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => this.streamsReencode(k)), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -402,7 +402,7 @@ class PartitionRewrite {
       const mode = b.modes[i]!;
       if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
       else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
-      else if (mode === REENCODE_STREAM) await this.zstdStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]! , b.rawStart[i]! + b.headerLen[i]!));
+      else if (mode === REENCODE_STREAM) await this.reencodeStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]! , b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === COPY_STREAM) this.copyStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
       else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
@@ -468,23 +468,28 @@ class PartitionRewrite {
     this.stats.loose++;
   }
 
-  /** Whether entry `s` is an object of a zstd pack re-encoded a chunk at a time (`streamAbove`). */
+  /**
+   * Whether entry `s`, a whole object to re-encode into a git pack, is re-encoded a chunk at a
+   * time: from a zlib pack when its entry is over a chunk, from a zstd pack when it is over
+   * `streamAbove` (its frame may be a few KiB).
+   */
   private streamsReencode(s: number): boolean {
     const { plan, opts } = this;
     const pi = plan.srcPack[s]!;
     const j = plan.srcIdx[s]!;
-    if (opts.streamAbove === undefined || opts.zpack !== undefined || !plan.input.packs[pi]!.isZpack) return false;
-    return isBaseType(typeOf(plan, pi, j)) && plan.scans[pi]!.size[j]! > opts.streamAbove;
+    if (opts.zpack !== undefined || !isBaseType(typeOf(plan, pi, j))) return false;
+    if (!plan.input.packs[pi]!.isZpack) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
+    return opts.streamAbove !== undefined && plan.scans[pi]!.size[j]! > opts.streamAbove;
   }
 
   /**
-   * An object of a zstd pack above `streamAbove` (git's streaming of a blob above
-   * core.bigFileThreshold): its frame read, CRC'd and decompressed, the bytes hashed and deflated
-   * into the pack, a chunk at a time; the stream written is inflated again as it goes. At the end
-   * the CRC32 must be the old index's, and both the bytes read and the bytes the new stream
-   * inflates to must hash to the object's id (the proof a held re-encode gets by comparing).
+   * A whole object re-encoded a chunk at a time (`streamsReencode`; git streams a blob above
+   * core.bigFileThreshold): its entry read, CRC'd and inflated or decompressed, the bytes hashed
+   * and deflated into the pack; the stream written is inflated again as it goes. At the end the
+   * CRC32 must be the old index's, and both the bytes read and the bytes the new stream inflates
+   * to must hash to the object's id (the proof a held re-encode gets by comparing).
    */
-  private async zstdStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
+  private async reencodeStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
     const { plan, opts } = this;
     const pi = plan.srcPack[s]!;
     const j = plan.srcIdx[s]!;
@@ -492,32 +497,40 @@ class PartitionRewrite {
     const off = pack.idx.offsets[j]!;
     const end = entryEnd(plan, pi, j);
     const plain = end - off - srcHeader.length === size;
-    const dict = pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT;
     const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
     const objectHash = (): Hash => opts.algo.create().update(objectHeaderBytes(typeName(type), size));
+    const dataLen = end - off - srcHeader.length;
     // The object's bytes, a piece at a time, into `put` (and `tap`), every check of the source made.
     const source = async (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => {
-      this.srcZstd ??= zstdCodec(pack.zstdDicts.dicts);
-      const reader = plain ? undefined : this.srcZstd.frameReader(dict, STREAM_CHUNK);
       let crc = crc32(srcHeader);
       let got = 0;
-      try {
+      const emit = async (o: Buffer): Promise<void> => {
+        got += o.length;
+        if (got > size) throw bad(`inflates to more than the declared ${size} bytes`);
+        tap?.update(o);
+        await put(o);
+      };
+      function* reads(): Generator<Buffer> {
         for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
           const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
           crc = crc32(piece, crc);
-          for (const o of reader === undefined ? [piece] : reader.feed(piece)) {
-            got += o.length;
-            if (got > size) throw bad(`zstd frame decodes to more than the declared ${size} bytes`);
-            tap?.update(o);
-            await put(o);
-          }
+          yield piece;
         }
+      }
+      try {
+        if (pack.isZpack) {
+          this.srcZstd ??= zstdCodec(pack.zstdDicts.dicts);
+          const reader = plain ? undefined : this.srcZstd.frameReader(pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT, STREAM_CHUNK);
+          for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
+          if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
+        } else await inflatePieces(reads(), emit, dataLen);
       } catch (e) {
         if (e instanceof GitError && e.file === undefined) throw bad(e.message);
+        if (!(e instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(e as Error).message})`);
         throw e;
       }
-      if (crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
-      if (got !== size || (reader !== undefined && !reader.ended())) throw bad(`zstd frame decodes to ${got} bytes, not the declared ${size}`);
+      if (pack.idx.hasCrcs && crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
+      if (got !== size) throw bad(`inflates to ${got} bytes, not the declared ${size}`);
     };
     const enc = this.classify(s);
     let level = enc.level;
@@ -674,6 +687,27 @@ async function deflatePieces(level: number, source: (put: (piece: Buffer) => Pro
   d.end();
   await ended;
   return len;
+}
+
+/**
+ * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time; the
+ * stream must end exactly at the end of its `dataLen` bytes.
+ */
+async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number): Promise<void> {
+  const inf = createInflate({ chunkSize: STREAM_CHUNK });
+  const drained = (async (): Promise<void> => {
+    for await (const o of inf) await emit(o as Buffer);
+  })();
+  drained.catch(() => undefined);
+  try {
+    for (const piece of pieces) if (!inf.write(piece)) await Promise.race([once(inf, 'drain'), drained]);
+    inf.end();
+  } catch (e) {
+    inf.destroy();
+    throw e;
+  }
+  await drained;
+  if (inf.bytesWritten !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${inf.bytesWritten} of ${dataLen} bytes`);
 }
 
 /** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
