@@ -264,7 +264,7 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 
       const code = reportError({ out: () => undefined, err: (t) => void said.push(t), stderrIsTty: false, env: {}, cwd: dir }, e);
       expect({ code, said }).toEqual({
         code: 128,
-        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds each entry it re-encodes whole, and refuses one over ${512 << 10} bytes\n`],
+        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${512 << 10} bytes\n`],
       });
       expect(snapshot(dir)).toEqual(before);
       expect(leftovers(dir)).toEqual([]);

@@ -64,5 +64,5 @@ function refuseLarge(plan: Plan, pi: number, j: number, len: number, maxHeld: nu
   const pack = plan.input.packs[pi]!;
   const off = pack.idx.offsets[j]!;
   const id = toHex(pack.idx.idAt(j));
-  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds each entry it re-encodes whole, and refuses one over ${maxHeld} bytes`, { file: pack.packPath, offset: off, objectId: id });
+  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${maxHeld} bytes`, { file: pack.packPath, offset: off, objectId: id });
 }

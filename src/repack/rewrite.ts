@@ -1,16 +1,11 @@
 import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Transform, Writable } from 'node:stream';
-import { once } from 'node:events';
-import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
-import type { Hash } from 'node:crypto';
-import { toHex, type HashAlgo } from '../hash/algo.js';
+import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta, typeName } from '../format/object-type.js';
-import { objectHeaderBytes } from '../hash/hash-object.js';
+import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
-import { readLooseFile, readLooseHeader, pipeLooseData, loosePath, type LooseHeader } from '../store/loose.js';
+import { readLooseFile, readLooseHeader, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
@@ -20,11 +15,13 @@ import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { COPY_CRC, COPY_INFLATE, COPY_STREAM, REENCODE_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
-import { FIXED_HUFFMAN, type Levels } from './levels.js';
+import type { Levels } from './levels.js';
 import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
+import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode } from './streamed.js';
+import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 
 export type { PartitionInput } from './plan.js';
@@ -49,13 +46,6 @@ const SPARE_BUFFERS = 2;
  * a time, not one per stage of the pipeline (normal batches never come near it).
  */
 const INFLIGHT_BYTES = 16 << 20;
-/**
- * A copied entry longer than this, and a loose object whose file is, is never held whole: it is
- * read, checked and written this many bytes at a time (git's write_reuse_object copies in pack
- * windows; its write_no_reuse_object streams a blob above core.bigFileThreshold). Holding them
- * took twice their size: a 1.5 GiB blob 3.1 GiB of memory (docs/benchmarks.md §8).
- */
-const STREAM_CHUNK = 1 << 20;
 
 export interface RewriteOptions {
   zpack?: ZpackOutput | undefined;
@@ -186,7 +176,7 @@ class PartitionRewrite {
 
   async run(): Promise<RewriteResult> {
     const { plan, opts } = this;
-    const same = this.sameAsSource();
+    const same = opts.skipIfUnchanged === true && !opts.dryRun && opts.zpack === undefined && sameAsSource(plan, (k) => this.classify(k));
     if (same === 'if-kept' ? await this.allKept() : same) {
       this.stats = this.freshStats();
       this.stats.copied = plan.n;
@@ -195,7 +185,7 @@ class PartitionRewrite {
     }
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written.
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => this.streamsReencode(k)), 'the new pack');
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts)), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -277,38 +267,6 @@ class PartitionRewrite {
     if (d.copy) this.stats.copied++;
     else countType(this.stats.reencoded, d.type, 1);
     return d;
-  }
-
-  /**
-   * Whether the pack written would be the one source pack byte for byte: every entry copied, in
-   * the same order, at the same offset, with the same header. Then nothing is written at all.
-   * 'if-kept': so, if the entries to re-encode all come out as they are (allKept).
-   */
-  private sameAsSource(): boolean | 'if-kept' {
-    const { plan, opts } = this;
-    if (opts.skipIfUnchanged !== true || opts.dryRun || opts.zpack !== undefined) return false;
-    const pack = plan.input.packs[0]!;
-    if (plan.input.packs.length !== 1 || plan.input.loose.length > 0 || plan.excluded > 0 || plan.duplicatesDropped > 0) return false;
-    if (pack.isZpack || plan.n !== pack.count) return false;
-    const scan = plan.scans[0]!;
-    let off = 12;
-    let trial = false;
-    for (let k = 0; k < plan.n; k++) {
-      const s = plan.outOrder[k]!;
-      if (isDirect(plan, s)) return false;
-      const j = plan.srcIdx[s]!;
-      if (pack.idx.offsets[j] !== off) return false;
-      const b = plan.base[s]!;
-      const { type, copy, mayKeep: may } = this.classify(s);
-      if (!copy && !may) return false;
-      if (!copy) trial = true;
-      let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, this.hdr, 0);
-      if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[plan.srcIdx[b]!]!, this.hdr, hl);
-      if (hl !== headerLenOf(plan, 0, j)) return false;
-      off = entryEnd(plan, 0, j);
-    }
-    if (off !== pack.dataEnd) return false;
-    return trial ? 'if-kept' : true;
   }
 
   /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
@@ -402,8 +360,7 @@ class PartitionRewrite {
       const mode = b.modes[i]!;
       if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
       else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
-      else if (mode === REENCODE_STREAM) await this.reencodeStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]! , b.rawStart[i]! + b.headerLen[i]!));
-      else if (mode === COPY_STREAM) this.copyStreaming(sink, s, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
+      else if (mode === COPY_STREAM || mode === REENCODE_STREAM) await this.streamEntry(sink, s, mode, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
       else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
       else {
@@ -417,141 +374,22 @@ class PartitionRewrite {
     }
   }
 
-  /**
-   * A copied entry too long to hold (git's write_reuse_object): its new header, then its data
-   * read, CRC'd and written a chunk at a time. Its CRC32 against the old idx is known only at
-   * the end: a mismatch then stops the run, and the new pack, never installed, is removed.
-   */
-  private copyStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): void {
-    const { plan } = this;
-    const pi = plan.srcPack[s]!;
-    const j = plan.srcIdx[s]!;
-    const pack = plan.input.packs[pi]!;
-    const off = pack.idx.offsets[j]!;
-    const end = entryEnd(plan, pi, j);
-    this.emit(sink, s, type, size, plan.base[s]!, EMPTY, 0, 0);
-    let crc = crc32(srcHeader);
-    const chunk = (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK));
-    for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
-      const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p), chunk.subarray(0, Math.min(STREAM_CHUNK, end - p)));
-      crc = crc32(piece, crc);
-      sink.appendToEntry(piece, s);
-    }
-    if (crc !== pack.idx.crc(j)) {
-      const what = 'entry does not match its CRC32 in the index';
-      throw pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what);
-    }
+  /** An entry too long to hold, copied (git's write_reuse_object) or re-encoded a chunk at a time: streamed.ts. */
+  private async streamEntry(sink: RewriteOutput['sink'], s: number, mode: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
+    const e = sourceEntry(this.plan, s, srcHeader);
+    const append = (c: Buffer): void => sink.appendToEntry(c, s);
+    if (mode === COPY_STREAM) this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
+    if (mode === COPY_STREAM) return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
+    const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
+    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, () => this.emit(sink, s, type, size, -1, EMPTY, 0, 0), append);
   }
 
-  /**
-   * A large loose object (git's write_no_reuse_object for a blob above core.bigFileThreshold):
-   * inflated, hashed and deflated into the pack a chunk at a time. Its id is known to match only
-   * at the end: a mismatch stops the run before anything is installed. Under `auto`, whose
-   * length rule needs the deflated length first, it is deflated twice.
-   */
+  /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
   private async looseStreaming(sink: RewriteOutput['sink'], s: number, file: string, h: LooseHeader): Promise<void> {
-    const { plan, opts } = this;
-    const enc = directEncoding(this.targets, h.type, h.size);
-    let level = enc.level;
-    if (enc.maxLen !== Infinity) {
-      let len = 0;
-      await pipeLooseData(file, h, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => ((len += c.length), done()) }));
-      if (len > enc.maxLen) level = 0;
-    }
-    this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
-    const hash = opts.algo.create().update(objectHeaderBytes(typeName(h.type), h.size));
-    const tap = new Transform({ transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)) });
-    await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (sink.appendToEntry(c, s), done()) }));
-    const id = plan.input.loose[plan.srcIdx[s]!]!;
-    const got = hash.digest();
-    if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+    const id = this.plan.input.loose[this.plan.srcIdx[s]!]!;
+    const begin = (): void => this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
+    await looseStreaming(file, h, id, directEncoding(this.targets, h.type, h.size), this.opts.algo, begin, (c) => sink.appendToEntry(c, s));
     this.stats.loose++;
-  }
-
-  /**
-   * Whether entry `s`, a whole object to re-encode into a git pack, is re-encoded a chunk at a
-   * time: from a zlib pack when its entry is over a chunk, from a zstd pack when it is over
-   * `streamAbove` (its frame may be a few KiB).
-   */
-  private streamsReencode(s: number): boolean {
-    const { plan, opts } = this;
-    const pi = plan.srcPack[s]!;
-    const j = plan.srcIdx[s]!;
-    if (opts.zpack !== undefined || !isBaseType(typeOf(plan, pi, j))) return false;
-    if (!plan.input.packs[pi]!.isZpack) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
-    return opts.streamAbove !== undefined && plan.scans[pi]!.size[j]! > opts.streamAbove;
-  }
-
-  /**
-   * A whole object re-encoded a chunk at a time (`streamsReencode`; git streams a blob above
-   * core.bigFileThreshold): its entry read, CRC'd and inflated or decompressed, the bytes hashed
-   * and deflated into the pack; the stream written is inflated again as it goes. At the end the
-   * CRC32 must be the old index's, and both the bytes read and the bytes the new stream inflates
-   * to must hash to the object's id (the proof a held re-encode gets by comparing).
-   */
-  private async reencodeStreaming(sink: RewriteOutput['sink'], s: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
-    const { plan, opts } = this;
-    const pi = plan.srcPack[s]!;
-    const j = plan.srcIdx[s]!;
-    const pack = plan.input.packs[pi]!;
-    const off = pack.idx.offsets[j]!;
-    const end = entryEnd(plan, pi, j);
-    const plain = end - off - srcHeader.length === size;
-    const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
-    const objectHash = (): Hash => opts.algo.create().update(objectHeaderBytes(typeName(type), size));
-    const dataLen = end - off - srcHeader.length;
-    // The object's bytes, a piece at a time, into `put` (and `tap`), every check of the source made.
-    const source = async (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => {
-      let crc = crc32(srcHeader);
-      let got = 0;
-      const emit = async (o: Buffer): Promise<void> => {
-        got += o.length;
-        if (got > size) throw bad(`inflates to more than the declared ${size} bytes`);
-        tap?.update(o);
-        await put(o);
-      };
-      function* reads(): Generator<Buffer> {
-        for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
-          const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
-          crc = crc32(piece, crc);
-          yield piece;
-        }
-      }
-      try {
-        if (pack.isZpack) {
-          this.srcZstd ??= zstdCodec(pack.zstdDicts.dicts);
-          const reader = plain ? undefined : this.srcZstd.frameReader(pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT, STREAM_CHUNK);
-          for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
-          if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
-        } else await inflatePieces(reads(), emit, dataLen);
-      } catch (e) {
-        if (e instanceof GitError && e.file === undefined) throw bad(e.message);
-        if (!(e instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(e as Error).message})`);
-        throw e;
-      }
-      if (pack.idx.hasCrcs && crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
-      if (got !== size) throw bad(`inflates to ${got} bytes, not the declared ${size}`);
-    };
-    const enc = this.classify(s);
-    let level = enc.level;
-    if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
-    this.emit(sink, s, type, size, -1, EMPTY, 0, 0);
-    const read = objectHash();
-    const back = objectHash();
-    const inflate = createInflate({ chunkSize: STREAM_CHUNK });
-    inflate.on('data', (c: Buffer) => back.update(c));
-    const inflated = once(inflate, 'end');
-    inflated.catch(() => undefined);
-    await deflatePieces(level, (put) => source(put, read), (c) => {
-      sink.appendToEntry(c, s);
-      inflate.write(c);
-    });
-    inflate.end();
-    await inflated;
-    const id = pack.idx.idAt(j);
-    const got = read.digest();
-    if (!got.equals(id)) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(id)}`);
-    if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
   }
 
   private inflightBytes(): number {
@@ -583,8 +421,7 @@ class PartitionRewrite {
     }
     const job = this.newJob(to - from);
     const { directs, read } = this.fillJob(job, from);
-    // Sized by what is read: a streamed copy's header only.
-    job.buf = this.takeBuffer(read);
+    job.buf = this.takeBuffer(read); // sized by what is read: a streamed entry's header only
     this.next = to;
     const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
     return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
@@ -623,9 +460,8 @@ class PartitionRewrite {
         continue;
       }
       const hasCrc = pack.idx.hasCrcs;
-      // (idx v1 has no CRC32 to check a streamed copy against: such a copy is inflated whole.)
-      const reStreamed = !copy && this.streamsReencode(s);
-      const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK);
+      const reStreamed = !copy && streamsReencode(plan, s, opts);
+      const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK); // (an idx v1 copy: inflated whole)
       job.mode[i] = reStreamed ? REENCODE_STREAM : streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
@@ -662,58 +498,3 @@ class PartitionRewrite {
 
 const EMPTY = Buffer.alloc(0);
 const NO_BUFFER = new ArrayBuffer(0);
-
-/**
- * Deflates the pieces `source` hands to its `put` (which waits while the stream is full) at
- * `level`, each piece of output to `onOut`; resolves with the stream's length.
- */
-async function deflatePieces(level: number, source: (put: (piece: Buffer) => Promise<void>) => Promise<void>, onOut: (c: Buffer) => void): Promise<number> {
-  const d = deflateStream(level);
-  let len = 0;
-  d.on('data', (c: Buffer) => {
-    len += c.length;
-    onOut(c);
-  });
-  const ended = once(d, 'end');
-  ended.catch(() => undefined);
-  try {
-    await source(async (piece) => {
-      if (!d.write(piece)) await once(d, 'drain');
-    });
-  } catch (e) {
-    d.destroy();
-    throw e;
-  }
-  d.end();
-  await ended;
-  return len;
-}
-
-/**
- * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time; the
- * stream must end exactly at the end of its `dataLen` bytes.
- */
-async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number): Promise<void> {
-  const inf = createInflate({ chunkSize: STREAM_CHUNK });
-  const drained = (async (): Promise<void> => {
-    for await (const o of inf) await emit(o as Buffer);
-  })();
-  drained.catch(() => undefined);
-  try {
-    for (const piece of pieces) if (!inf.write(piece)) await Promise.race([once(inf, 'drain'), drained]);
-    inf.end();
-  } catch (e) {
-    inf.destroy();
-    throw e;
-  }
-  await drained;
-  if (inf.bytesWritten !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${inf.bytesWritten} of ${dataLen} bytes`);
-}
-
-/** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
-function deflateStream(level: number): Transform {
-  const chunkSize = STREAM_CHUNK;
-  if (level === FIXED_HUFFMAN) return createDeflate({ level: 6, strategy: constants.Z_FIXED, chunkSize });
-  return createDeflate({ level, chunkSize });
-}
-
