@@ -15,6 +15,13 @@ export interface ZstdCodec {
   compress(data: Uint8Array, level: number, dict: number): Buffer;
   /** Decompresses a lean frame that must yield exactly `size` bytes. */
   decompress(frame: Uint8Array, size: number, dict: number, into?: Buffer): Buffer;
+  /**
+   * A lean frame decompressed as it is read, for an object too large to hold (git's streaming
+   * of blobs above core.bigFileThreshold): `feed` takes the frame's next bytes and yields what
+   * they decode to, at most `chunk` bytes a piece (each piece a buffer of its own); `end` says
+   * whether the frame ended exactly there.
+   */
+  frameReader(dict: number, chunk?: number): { feed(input: Uint8Array): Generator<Buffer>; ended(): boolean };
 }
 
 interface Binding {
@@ -27,6 +34,8 @@ interface Binding {
     setParameter(p: number, v: number): void;
     loadDictionary(d: Uint8Array): void;
     decompress(dst: Uint8Array, src: Uint8Array): number;
+    decompressStream(dst: Uint8Array, src: Uint8Array): [returnValue: number, produced: number, consumed: number];
+    reset(directive: number): void;
   };
   CParameter: Record<string, number>;
   compressBound(n: number): number;
@@ -37,6 +46,8 @@ interface Binding {
 const ZSTD_C_FORMAT = 10;
 const ZSTD_D_FORMAT = 1000;
 const MAGICLESS = 1;
+/** ZSTD_reset_session_only: a new frame, the dictionary and parameters kept. */
+const RESET_SESSION = 1;
 
 let binding: Binding | undefined;
 let loadError: string | undefined;
@@ -118,6 +129,35 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
       }
       if (n !== size) throw new GitError('bad-object', `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`);
       return room.subarray(0, size);
+    },
+    frameReader(dict, chunk = 1 << 20) {
+      const d = dctx(dict);
+      d.reset(RESET_SESSION);
+      let left = 1; // ZSTD_decompressStream's hint: 0 once the frame is complete
+      return {
+        *feed(input) {
+          let at = 0;
+          // Until the frame ends, or the input is used up and the output no longer fills a piece.
+          for (;;) {
+            const out = Buffer.allocUnsafe(chunk);
+            let r: [number, number, number];
+            try {
+              r = d.decompressStream(out, input.subarray(at));
+            } catch (e) {
+              throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
+            }
+            left = r[0];
+            at += r[2];
+            if (r[1] > 0) yield out.subarray(0, r[1]);
+            if (left === 0) {
+              if (at < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
+              return;
+            }
+            if (r[1] < chunk && at >= input.length) return; // more input needed
+          }
+        },
+        ended: () => left === 0,
+      };
     },
   };
 }

@@ -36,6 +36,8 @@ export interface RepackOptions {
   signal?: AbortSignal | undefined;
   /** Warnings that do not stop the run (e.g. a midx that could not be rewritten). */
   onWarning?: ((message: string) => void) | undefined;
+  /** The largest pack entry held whole (MAX_HELD_ENTRY, 2 GiB - 1; lowered by tests only). */
+  maxHeldEntry?: number | undefined;
 }
 
 export interface PartitionResult {
@@ -228,6 +230,7 @@ class RepackRun {
           signal: opts.signal,
           skipIfUnchanged,
           threads: forcedThreads(repo.env),
+          maxHeldEntry: opts.maxHeldEntry,
         },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };

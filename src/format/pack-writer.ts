@@ -22,6 +22,11 @@ export interface PackSink {
    */
   writeEntry(header: Buffer, data: Buffer, slot: number, headerLen?: number, start?: number, end?: number): void;
   /**
+   * Appends more bytes to the entry `writeEntry` began last (slot `slot`): an entry too large to
+   * hold is written a piece at a time (git's `write_reuse_object` copying in windows).
+   */
+  appendToEntry(data: Buffer, slot: number, start?: number, end?: number): void;
+  /**
    * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
    * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed;
    * `readBack`, when there is one, once the file has been read back and every entry's header
@@ -116,6 +121,13 @@ export class PackFileWriter implements PackSink {
     this.append(data);
     // (Node's crc32 of nothing is 0 whatever the value it continues from.)
     this.crcs[slot] = data.length === 0 ? crc32(header) : crc32(data, crc32(header));
+  }
+
+  appendToEntry(data: Buffer, slot: number, start = 0, end = data.length): void {
+    if (end <= start) return;
+    const piece = start === 0 && end === data.length ? data : data.subarray(start, end);
+    this.append(piece);
+    this.crcs[slot] = crc32(piece, this.crcs[slot]!);
   }
 
   finish(): Promise<Finished> {
@@ -295,6 +307,11 @@ export class ThreadedPackWriter implements PackSink {
   writeEntry(header: Buffer, data: Buffer, _slot: number, headerLen = header.length, start = 0, end = data.length): void {
     this.begun++;
     this.append(header, 0, headerLen);
+    this.append(data, start, end);
+  }
+
+  /** (The writing thread cuts entries by their offsets: a piece is only more bytes.) */
+  appendToEntry(data: Buffer, _slot: number, start = 0, end = data.length): void {
     this.append(data, start, end);
   }
 

@@ -13,6 +13,13 @@ export const COPY_INFLATE = 2;
 export const REENCODE = 3;
 /** A dry run's copy: counted by the main thread, not read. */
 export const SKIP = 4;
+/**
+ * A copy too large to hold: only its header is read here (for its size); the main thread reads,
+ * CRCs and writes the rest a chunk at a time (rewrite.ts, `copyStreaming`).
+ */
+export const COPY_STREAM = 5;
+/** A re-encode too large to hold (an object of a zstd pack above core.bigFileThreshold): the same, `zstdStreaming`. */
+export const REENCODE_STREAM = 6;
 
 /**
  * A run of consecutive output entries whose source bytes sit in one buffer. It is the unit of
@@ -175,6 +182,7 @@ export function runBatch(job: BatchJob): BatchResult {
       const size = entrySize(src, rs, rs + hl);
       if (size < 0) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
       sizes[i] = size;
+      if (mode === COPY_STREAM || mode === REENCODE_STREAM) continue;
       if (mode === COPY_CRC) {
         // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
         if (crc32(raw) !== job.crc[i]) {

@@ -172,8 +172,12 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
       const end = r + 1 < n ? offsets[r + 1]! : dataEnd;
       if (end > dataEnd || end <= off) throw corrupt('verify-failed', w.packPath, off, 'entry out of range', 'new pack');
       let raw: Buffer;
-      if (end - off > CHUNK) raw = readExactly(pack, w.packPath, off, end - off);
-      else {
+      // An entry over a chunk: its first chunk only, the rest copied a chunk at a time (issue 21).
+      if (end - off > CHUNK) {
+        raw = readExactly(pack, w.packPath, off, CHUNK, chunk);
+        chunkStart = off;
+        chunkLen = CHUNK;
+      } else {
         if (off < chunkStart || end > chunkStart + chunkLen) {
           chunkStart = off;
           chunkLen = Math.min(CHUNK, dataEnd - off);
@@ -197,6 +201,10 @@ export function writeChangedPack(w: { packPath: string; idxPath: string; revPath
       if (!take) continue;
       out.put(hdr, 0, encodeEntryHeader(isWhole ? h.type : OBJ_BLOB, h.size, hdr, 0));
       out.put(raw, h.headerLen, raw.length);
+      for (let p = off + raw.length; p < end; p += CHUNK) {
+        out.put(readExactly(pack, w.packPath, p, Math.min(CHUNK, end - p), chunk), 0, Math.min(CHUNK, end - p));
+        chunkLen = 0; // (the chunk now holds a piece of this entry)
+      }
       if (isWhole) {
         whole[j] = 1;
         wholeCount++;

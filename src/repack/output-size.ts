@@ -10,8 +10,9 @@ import { isDirect, type Plan } from './plan.js';
 /** What the new pack of a plan may take on disk: its bound (for the idx's offsets) and the free-space estimate. */
 
 /**
- * The largest pack entry the rewrite moves: it holds each one whole in its batch (a 1.5 GiB blob
- * takes 1.5 GiB more memory), and one read is at most 2 GiB - 1 bytes (issue 20, docs/benchmarks.md §8).
+ * The largest pack entry the rewrite holds whole: a delta it re-encodes (or a copy from a pack
+ * with no CRC32s, an idx v1); one read is at most 2 GiB - 1 bytes. Copies and whole objects
+ * re-encoded are streamed and have no bound (issues 20 and 21, docs/benchmarks.md §8).
  */
 export const MAX_HELD_ENTRY = 2 ** 31 - 1;
 
@@ -33,7 +34,7 @@ export function outputBound(plan: Plan): number {
  * deflated anew at its length (a level other than 0 changes it little), one stored anew (level
  * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
  */
-export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array): number {
+export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY, reencodeStreams: (s: number) => boolean = () => false): number {
   let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
   for (let k = 0; k < plan.n; k++) {
     const s = plan.outOrder[k]!;
@@ -44,23 +45,24 @@ export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncodin
       continue;
     }
     const len = plan.entryLen[pi]![j]!;
-    if (len > MAX_HELD_ENTRY) refuseLarge(plan, pi, j, len);
     const b = plan.base[s]!;
     // The type of an entry whose chain goes through an object written directly is not known yet.
     if (isDirect(plan, s) || (b >= 0 && outType[b] === 0)) {
+      if (len > maxHeld) refuseLarge(plan, pi, j, len, maxHeld);
       outType[s] = 0;
       bytes += MAX_ENTRY_HEADER + len;
       continue;
     }
     const { copy, level } = classify(s);
+    if (len > maxHeld && !(copy && plan.input.packs[pi]!.idx.hasCrcs) && (copy || !reencodeStreams(s))) refuseLarge(plan, pi, j, len, maxHeld);
     bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
   }
   return bytes;
 }
 
-function refuseLarge(plan: Plan, pi: number, j: number, len: number): never {
+function refuseLarge(plan: Plan, pi: number, j: number, len: number, maxHeld: number): never {
   const pack = plan.input.packs[pi]!;
   const off = pack.idx.offsets[j]!;
   const id = toHex(pack.idx.idAt(j));
-  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds each entry it moves whole, and refuses one over ${MAX_HELD_ENTRY} bytes`, { file: pack.packPath, offset: off, objectId: id });
+  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${maxHeld} bytes`, { file: pack.packPath, offset: off, objectId: id });
 }

@@ -45,11 +45,14 @@ export function proveWritten(
   let done = 0;
   scanEntries(
     np,
-    (j, off, raw) => {
-      if (crc32(raw) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`, { file: np.packPath, offset: off, detail: 'does not read back as written' });
+    (j, off, raw, whole) => {
+      if ((whole?.crc ?? crc32(raw)) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`, { file: np.packPath, offset: off, detail: 'does not read back as written' });
       parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);
       if ((++done & 0xffff) === 0) onProgress?.('validating', done, n);
     },
+    undefined,
+    undefined,
+    'stream', // an entry over a chunk is read a chunk at a time, never held (issue 21)
   );
   if (done !== n) throw new GitError('verify-failed', `new pack ${np.packPath}: ${done} entries read back, ${n} written`);
   for (const p of oldPacks) {

@@ -1,17 +1,18 @@
+import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
 import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
 import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
-import { readLooseFile, loosePath } from '../store/loose.js';
+import { readLooseFile, readLooseHeader, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { COPY_CRC, COPY_INFLATE, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
+import { COPY_CRC, COPY_INFLATE, COPY_STREAM, REENCODE_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
@@ -19,6 +20,8 @@ import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule,
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
+import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode } from './streamed.js';
+import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 
 export type { PartitionInput } from './plan.js';
@@ -68,6 +71,13 @@ export interface RewriteOptions {
    */
   skipIfUnchanged?: boolean | undefined;
   threads?: number | undefined; // forced worker threads (`forcedThreads`); else as the work deserves
+  /** The largest entry held whole (MAX_HELD_ENTRY unless a test lowers it). */
+  maxHeldEntry?: number | undefined;
+  /**
+   * Objects of a zstd pack larger than this (core.bigFileThreshold, for zstd-import) are
+   * decompressed, hashed and deflated a chunk at a time, never held.
+   */
+  streamAbove?: number | undefined;
 }
 
 export interface RewriteResult {
@@ -76,8 +86,11 @@ export interface RewriteResult {
   unchanged?: boolean;
 }
 
-/** An object not copied from a pack entry (loose, or a delta written whole), encoded. */
-type Direct = { type: number; size: number; data: Buffer };
+/**
+ * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
+ * `data`, a large loose object, streamed from its file when its turn comes to be written.
+ */
+type Direct = { type: number; size: number; data: Buffer } | { type: number; size: number; data?: undefined; file: string; header: LooseHeader };
 
 /** A batch on its way: the job's tables the main thread needs back to write its entries. */
 interface InFlight {
@@ -122,12 +135,16 @@ class PartitionRewrite {
   private readonly outDictOfKind: number[];
   private readonly zsrc: Pack | undefined;
   private mainZstd: ZstdCodec | undefined;
+  /** The source zstd pack's codec, for objects decompressed a chunk at a time. */
+  private srcZstd: ZstdCodec | undefined;
   private readonly usesAuto: boolean;
   // The write loop's state: the next entry to batch, batches in flight, buffers going round.
   private next = 0;
   private readonly inflight: InFlight[] = [];
   private readonly freeIn: ArrayBuffer[] = [];
   private readonly spareOut: ArrayBuffer[] = [];
+  /** Where entries too long to hold are read, a chunk at a time. */
+  private chunk: Buffer | undefined;
 
   constructor(
     private readonly plan: Plan,
@@ -159,7 +176,7 @@ class PartitionRewrite {
 
   async run(): Promise<RewriteResult> {
     const { plan, opts } = this;
-    const same = this.sameAsSource();
+    const same = opts.skipIfUnchanged === true && !opts.dryRun && opts.zpack === undefined && sameAsSource(plan, (k) => this.classify(k));
     if (same === 'if-kept' ? await this.allKept() : same) {
       this.stats = this.freshStats();
       this.stats.copied = plan.n;
@@ -168,11 +185,11 @@ class PartitionRewrite {
     }
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written.
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType), 'the new pack');
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts)), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
-    if (!opts.dryRun && !this.usesAuto) for (const sc of plan.scans) releaseNow(sc.size);
+    if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined) for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
     const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
     let output: RewriteOutput;
@@ -252,38 +269,6 @@ class PartitionRewrite {
     return d;
   }
 
-  /**
-   * Whether the pack written would be the one source pack byte for byte: every entry copied, in
-   * the same order, at the same offset, with the same header. Then nothing is written at all.
-   * 'if-kept': so, if the entries to re-encode all come out as they are (allKept).
-   */
-  private sameAsSource(): boolean | 'if-kept' {
-    const { plan, opts } = this;
-    if (opts.skipIfUnchanged !== true || opts.dryRun || opts.zpack !== undefined) return false;
-    const pack = plan.input.packs[0]!;
-    if (plan.input.packs.length !== 1 || plan.input.loose.length > 0 || plan.excluded > 0 || plan.duplicatesDropped > 0) return false;
-    if (pack.isZpack || plan.n !== pack.count) return false;
-    const scan = plan.scans[0]!;
-    let off = 12;
-    let trial = false;
-    for (let k = 0; k < plan.n; k++) {
-      const s = plan.outOrder[k]!;
-      if (isDirect(plan, s)) return false;
-      const j = plan.srcIdx[s]!;
-      if (pack.idx.offsets[j] !== off) return false;
-      const b = plan.base[s]!;
-      const { type, copy, mayKeep: may } = this.classify(s);
-      if (!copy && !may) return false;
-      if (!copy) trial = true;
-      let hl = encodeEntryHeader(b >= 0 ? OBJ_OFS_DELTA : type, scan.size[j]!, this.hdr, 0);
-      if (b >= 0) hl += encodeOfsDistance(off - pack.idx.offsets[plan.srcIdx[b]!]!, this.hdr, hl);
-      if (hl !== headerLenOf(plan, 0, j)) return false;
-      off = entryEnd(plan, 0, j);
-    }
-    if (off !== pack.dataEnd) return false;
-    return trial ? 'if-kept' : true;
-  }
-
   /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
   private emit(sink: RewriteOutput['sink'], s: number, type: number, size: number, baseSel: number, data: Buffer, start: number, end: number): void {
     const offset = sink.offset;
@@ -302,6 +287,11 @@ class PartitionRewrite {
     if (pi === plan.looseMark) {
       const id = plan.input.loose[j]!;
       const file = loosePath(plan.input.looseDir, id);
+      if (opts.zpack === undefined && statSync(file).size > STREAM_CHUNK) {
+        const header = readLooseHeader(file);
+        this.outType[s] = header.type;
+        return { type: header.type, size: header.size, file, header };
+      }
       obj = readLooseFile(file);
       checkObjectId(opts.algo, obj.type, obj.data, id, 0, file, 0);
       stats.loose++;
@@ -346,9 +336,12 @@ class PartitionRewrite {
         // (the batch's message names no place)
         throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ?? corrupt(code, e.file, e.offset, e.message);
       }
-      this.writeBatch(output.sink, b, r);
+      await this.writeBatch(output.sink, b, r);
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);
+      // A large one (an entry re-encoded whole) goes now, not at V8's next full collection.
+      else releaseNow(new Uint8Array(r.buf));
       if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && this.spareOut.length < SPARE_BUFFERS) this.spareOut.push(r.out);
+      else if (r.out !== r.buf) releaseNow(new Uint8Array(r.out));
       opts.onProgress?.('writing objects', b.to, plan.n);
       opts.signal?.throwIfAborted();
     }
@@ -356,7 +349,7 @@ class PartitionRewrite {
   }
 
   /** A batch's entries, in pack order (git's write_one): the direct ones, copies and re-encodes. */
-  private writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): void {
+  private async writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): Promise<void> {
     const { plan, stats } = this;
     const src = Buffer.from(r.buf);
     const out = Buffer.from(r.out);
@@ -365,7 +358,9 @@ class PartitionRewrite {
       const type = this.outType[s]!;
       const d = b.directs.get(i);
       const mode = b.modes[i]!;
-      if (d !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
+      if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
+      else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
+      else if (mode === COPY_STREAM || mode === REENCODE_STREAM) await this.streamEntry(sink, s, mode, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
       else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
       else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
       else {
@@ -377,6 +372,24 @@ class PartitionRewrite {
         this.emit(sink, s, type, r.size[i]!, plan.base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
       }
     }
+  }
+
+  /** An entry too long to hold, copied (git's write_reuse_object) or re-encoded a chunk at a time: streamed.ts. */
+  private async streamEntry(sink: RewriteOutput['sink'], s: number, mode: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
+    const e = sourceEntry(this.plan, s, srcHeader);
+    const append = (c: Buffer): void => sink.appendToEntry(c, s);
+    if (mode === COPY_STREAM) this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
+    if (mode === COPY_STREAM) return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
+    const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
+    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, () => this.emit(sink, s, type, size, -1, EMPTY, 0, 0), append);
+  }
+
+  /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
+  private async looseStreaming(sink: RewriteOutput['sink'], s: number, file: string, h: LooseHeader): Promise<void> {
+    const id = this.plan.input.loose[this.plan.srcIdx[s]!]!;
+    const begin = (): void => this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
+    await looseStreaming(file, h, id, directEncoding(this.targets, h.type, h.size), this.opts.algo, begin, (c) => sink.appendToEntry(c, s));
+    this.stats.loose++;
   }
 
   private inflightBytes(): number {
@@ -406,22 +419,23 @@ class PartitionRewrite {
       }
       to++;
     }
-    const job = this.newJob(to - from, bytes);
-    const directs = this.fillJob(job, from);
+    const job = this.newJob(to - from);
+    const { directs, read } = this.fillJob(job, from);
+    job.buf = this.takeBuffer(read); // sized by what is read: a streamed entry's header only
     this.next = to;
     const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
-    return { promise: pool.run(job), from, to, directs, bytes, ...copy };
+    return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
   }
 
-  private newJob(m: number, bytes: number): BatchJob {
+  private newJob(m: number): BatchJob {
     const { plan, opts } = this;
     const zstdOut = opts.zpack !== undefined;
     const files = plan.input.packs.map((p) => ({ path: p.packPath, fd: p.descriptor }));
-    return emptyJob(m, this.takeBuffer(bytes), this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
+    return emptyJob(m, NO_BUFFER, this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
   }
 
   /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
-  private fillJob(job: BatchJob, from: number): Map<number, Direct> {
+  private fillJob(job: BatchJob, from: number): { directs: Map<number, Direct>; read: number } {
     const { plan, opts } = this;
     const zout = opts.zpack;
     const directs = new Map<number, Direct>();
@@ -446,7 +460,9 @@ class PartitionRewrite {
         continue;
       }
       const hasCrc = pack.idx.hasCrcs;
-      job.mode[i] = copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      const reStreamed = !copy && streamsReencode(plan, s, opts);
+      const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK); // (an idx v1 copy: inflated whole)
+      job.mode[i] = reStreamed ? REENCODE_STREAM : streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
       job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
       if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
@@ -457,13 +473,14 @@ class PartitionRewrite {
       job.fileIndex[i] = pi;
       job.offset[i] = off;
       // Consecutive source bytes of one pack make one span: (file, start, length, position).
+      const len = streamed ? job.headerLen[i]! : end - off;
       const last = spans.length - 4;
-      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += end - off;
-      else spans.push(pi, off, end - off, pos);
-      pos += end - off;
+      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += len;
+      else spans.push(pi, off, len, pos);
+      pos += len;
     }
     job.spans = Float64Array.from(spans);
-    return directs;
+    return { directs, read: pos };
   }
 
   /** What only the writing needed goes before the index is built (about 20 bytes per object). */
@@ -480,4 +497,4 @@ class PartitionRewrite {
 }
 
 const EMPTY = Buffer.alloc(0);
-
+const NO_BUFFER = new ArrayBuffer(0);

@@ -66,6 +66,9 @@ class CountingSink implements PackSink {
   writeEntry(_header: Buffer, data: Buffer, _slot: number, headerLen: number, start = 0, end = data.length): void {
     this.offset += headerLen + end - start;
   }
+  appendToEntry(data: Buffer, _slot: number, start = 0, end = data.length): void {
+    this.offset += end - start;
+  }
   finish(): Promise<Finished> {
     return Promise.reject(new Error('a dry run writes no pack'));
   }

@@ -1,6 +1,8 @@
-import { readFileSync, readdirSync } from 'node:fs';
+import { closeSync, createReadStream, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { constants, inflateSync } from 'node:zlib';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { constants, createInflate, inflateSync } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
@@ -31,8 +33,13 @@ function parseLooseHeader(buf: Buffer, file: string): { type: BaseType; size: nu
  * so the declared size bounds the allocation of the whole object.
  */
 export function readLooseFile(file: string): LooseObject {
+  return asLooseError(file, () => readLoose(file));
+}
+
+/** git's `loose object <id> (stored in <file>) is corrupt` (object-file.c) for a damage found in `f`. */
+function asLooseError<T>(file: string, f: () => T): T {
   try {
-    return readLoose(file);
+    return f();
   } catch (e) {
     // git's `loose object <id> (stored in <file>) is corrupt` (object-file.c).
     if (!(e instanceof GitError) || e.code !== 'bad-object') throw e;
@@ -43,14 +50,7 @@ export function readLooseFile(file: string): LooseObject {
 
 function readLoose(file: string): LooseObject {
   const comp = readFileSync(file);
-  let head: Buffer;
-  try {
-    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 4096 });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
-    head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
-  }
-  const h = parseLooseHeader(head, file);
+  const h = headerOf(comp, file);
   let all: Buffer;
   try {
     all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
@@ -61,6 +61,71 @@ function readLoose(file: string): LooseObject {
   }
   if (all.length !== h.len + h.size) throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
   return { type: h.type, data: all.subarray(h.len) };
+}
+
+/** A loose object's header: its type, size and length, from the first bytes of `comp` (the file, or its start). */
+function headerOf(comp: Buffer, file: string): { type: BaseType; size: number; len: number } {
+  let head: Buffer;
+  try {
+    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 4096 });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
+  }
+  return parseLooseHeader(head, file);
+}
+
+export interface LooseHeader {
+  type: BaseType;
+  size: number;
+  /** Length of `"<type> <size>\0"`. */
+  len: number;
+}
+
+/** A loose object's header alone, from the first 512 bytes of its file (git's `unpack_loose_header`). */
+export function readLooseHeader(file: string): LooseHeader {
+  return asLooseError(file, () => {
+    const fd = openSync(file, 'r');
+    try {
+      const start = Buffer.allocUnsafe(512);
+      return headerOf(start.subarray(0, readSync(fd, start, 0, 512, 0)), file);
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+/**
+ * Inflates a loose object a chunk at a time (git's `open_istream_loose`) through `stages`, which
+ * see its data after the header, exactly the `size` bytes the header declares (checked): an
+ * object too large to hold is never held.
+ */
+export async function pipeLooseData(file: string, h: LooseHeader, ...stages: (NodeJS.ReadWriteStream | NodeJS.WritableStream)[]): Promise<void> {
+  let skip = h.len;
+  let left = h.size;
+  const data = new Transform({
+    transform(chunk: Buffer, _enc, done): void {
+      if (skip > 0) {
+        const n = Math.min(skip, chunk.length);
+        skip -= n;
+        chunk = chunk.subarray(n);
+      }
+      if (chunk.length > left) return done(corrupt('bad-object', file, 0, `inflates to more than the ${h.size} bytes its header declares`));
+      left -= chunk.length;
+      done(null, chunk.length > 0 ? chunk : undefined);
+    },
+    flush(done): void {
+      done(left > 0 ? corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`) : null);
+    },
+  });
+  try {
+    await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), createInflate({ chunkSize: 1 << 20 }), data, ...stages);
+  } catch (e) {
+    const err = e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true ? e : corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    asLooseError(file, () => {
+      throw err;
+    });
+  }
 }
 
 /** Every loose object id under `objectsDir` (`xx/yyyy…` files of the right length). */

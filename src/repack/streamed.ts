@@ -1,0 +1,217 @@
+import { once } from 'node:events';
+import type { Hash } from 'node:crypto';
+import { Transform, Writable } from 'node:stream';
+import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
+import { GitError, corrupt } from '../errors.js';
+import { toHex, type HashAlgo } from '../hash/algo.js';
+import { objectHeaderBytes } from '../hash/hash-object.js';
+import { NO_DICT, kindOf } from '../codec/dict.js';
+import type { ZstdCodec } from '../codec/zstd.js';
+import { pipeLooseData, type LooseHeader } from '../store/loose.js';
+import type { Pack } from '../store/pack.js';
+import type { EntryEncoding } from './encoding.js';
+import { entryEnd, typeOf, type Plan } from './plan.js';
+import { isBaseType, typeName } from '../format/object-type.js';
+import { FIXED_HUFFMAN } from './levels.js';
+
+/**
+ * Entries the rewrite never holds whole (issue 21): a copied entry longer than this, a loose
+ * object whose file is, a whole object re-encoded from an entry that is, is read, checked and
+ * written this many bytes at a time (git's write_reuse_object copies in pack windows; its
+ * write_no_reuse_object streams a blob above core.bigFileThreshold). Held, they took twice their
+ * size and more: a 1.5 GiB blob 3.1 GiB of memory (docs/benchmarks.md §8). The caller has
+ * written the entry's new header; `append` adds each piece of its data to the pack.
+ */
+export const STREAM_CHUNK = 1 << 20;
+
+/** An entry of `pack` at idx position `j`, `[off, end)`, whose header `srcHeader` is read. */
+export interface SourceEntry {
+  pack: Pack;
+  j: number;
+  off: number;
+  end: number;
+  srcHeader: Buffer;
+}
+
+/** Entry `s` of a plan, with the header the batch read for it. */
+export function sourceEntry(plan: Plan, s: number, srcHeader: Buffer): SourceEntry {
+  const pi = plan.srcPack[s]!;
+  const j = plan.srcIdx[s]!;
+  const pack = plan.input.packs[pi]!;
+  return { pack, j, off: pack.idx.offsets[j]!, end: entryEnd(plan, pi, j), srcHeader };
+}
+
+/**
+ * Whether entry `s`, a whole object to re-encode into a git pack (not a zstd pack: `zpack`), is
+ * re-encoded a chunk at a time: from a zlib pack when its entry is over a chunk, from a zstd
+ * pack when the object is over `streamAbove` (its frame may be a few KiB).
+ */
+export function streamsReencode(plan: Plan, s: number, o: { zpack?: unknown; streamAbove?: number | undefined }): boolean {
+  const pi = plan.srcPack[s]!;
+  const j = plan.srcIdx[s]!;
+  if (o.zpack !== undefined || !isBaseType(typeOf(plan, pi, j))) return false;
+  if (!plan.input.packs[pi]!.isZpack) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
+  return o.streamAbove !== undefined && plan.scans[pi]!.size[j]! > o.streamAbove;
+}
+
+/**
+ * A copied entry: its data read, CRC'd and appended a chunk at a time (into `chunk`). Its CRC32
+ * against the old idx is known only at the end: a mismatch then stops the run, and the new
+ * pack, never installed, is removed.
+ */
+export function copyStreaming(e: SourceEntry, chunk: Buffer, append: (piece: Buffer) => void): void {
+  const { pack, j, off, end, srcHeader } = e;
+  let crc = crc32(srcHeader);
+  for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
+    const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p), chunk.subarray(0, Math.min(STREAM_CHUNK, end - p)));
+    crc = crc32(piece, crc);
+    append(piece);
+  }
+  if (crc !== pack.idx.crc(j)) {
+    const what = 'entry does not match its CRC32 in the index';
+    throw pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what);
+  }
+}
+
+/**
+ * A loose object (git's write_no_reuse_object for a blob above core.bigFileThreshold): inflated,
+ * hashed and deflated into the pack a chunk at a time. Its id is known to match only at the end:
+ * a mismatch stops the run before anything is installed. Under `auto`, whose length rule needs
+ * the deflated length first, it is deflated twice. `begin` writes the entry's header.
+ */
+export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Array, enc: EntryEncoding, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+  let level = enc.level;
+  if (enc.maxLen !== Infinity) {
+    let len = 0;
+    await pipeLooseData(file, h, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => ((len += c.length), done()) }));
+    if (len > enc.maxLen) level = 0;
+  }
+  begin();
+  const hash = algo.create().update(objectHeaderBytes(typeName(h.type), h.size));
+  const tap = new Transform({ transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)) });
+  await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (append(c), done()) }));
+  const got = hash.digest();
+  if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+}
+
+/**
+ * A whole object re-encoded a chunk at a time (git streams a blob above core.bigFileThreshold):
+ * its entry read, CRC'd and inflated or decompressed (`zstd`: the source zstd pack's codec), the
+ * bytes hashed and deflated into the pack; the stream written is inflated again as it goes. At
+ * the end the CRC32 must be the old index's, and both the bytes read and the bytes the new
+ * stream inflates to must hash to the object's id (the proof a held re-encode gets by comparing).
+ */
+export async function reencodeStreaming(e: SourceEntry, type: number, size: number, enc: EntryEncoding, algo: HashAlgo, zstd: () => ZstdCodec, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+  const { pack, j, off } = e;
+  const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
+  const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
+  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, size, zstd, bad, put, tap);
+  let level = enc.level;
+  if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
+  begin();
+  const read = objectHash();
+  const back = objectHash();
+  const inflate = createInflate({ chunkSize: STREAM_CHUNK });
+  inflate.on('data', (c: Buffer) => back.update(c));
+  const inflated = once(inflate, 'end');
+  inflated.catch(() => undefined);
+  await deflatePieces(level, (put) => source(put, read), (c) => {
+    append(c);
+    inflate.write(c);
+  });
+  inflate.end();
+  await inflated;
+  const id = pack.idx.idAt(j);
+  const got = read.digest();
+  if (!got.equals(id)) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+  if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
+}
+
+/** An object's bytes, a piece at a time, into `put` (and `tap`), every check of its source entry made. */
+async function sourceObject(e: SourceEntry, type: number, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> {
+  const { pack, j, off, end, srcHeader } = e;
+  let crc = crc32(srcHeader);
+  let got = 0;
+  const emit = async (o: Buffer): Promise<void> => {
+    got += o.length;
+    if (got > size) throw bad(`inflates to more than the declared ${size} bytes`);
+    tap?.update(o);
+    await put(o);
+  };
+  function* reads(): Generator<Buffer> {
+    for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
+      const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
+      crc = crc32(piece, crc);
+      yield piece;
+    }
+  }
+  try {
+    if (pack.isZpack) {
+      // In a zstd pack, data as long as the object is the object itself (stored plain).
+      const plain = end - off - srcHeader.length === size;
+      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT, STREAM_CHUNK);
+      for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
+      if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
+    } else await inflatePieces(reads(), emit, end - off - srcHeader.length);
+  } catch (err) {
+    if (err instanceof GitError && err.file === undefined) throw bad(err.message);
+    if (!(err instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`);
+    throw err;
+  }
+  if (pack.idx.hasCrcs && crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
+  if (got !== size) throw bad(`inflates to ${got} bytes, not the declared ${size}`);
+}
+
+/**
+ * Deflates the pieces `source` hands to its `put` (which waits while the stream is full) at
+ * `level`, each piece of output to `onOut`; resolves with the stream's length.
+ */
+async function deflatePieces(level: number, source: (put: (piece: Buffer) => Promise<void>) => Promise<void>, onOut: (c: Buffer) => void): Promise<number> {
+  const d = deflateStream(level);
+  let len = 0;
+  d.on('data', (c: Buffer) => {
+    len += c.length;
+    onOut(c);
+  });
+  const ended = once(d, 'end');
+  ended.catch(() => undefined);
+  try {
+    await source(async (piece) => {
+      if (!d.write(piece)) await once(d, 'drain');
+    });
+  } catch (e) {
+    d.destroy();
+    throw e;
+  }
+  d.end();
+  await ended;
+  return len;
+}
+
+/**
+ * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time; the
+ * stream must end exactly at the end of its `dataLen` bytes.
+ */
+async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number): Promise<void> {
+  const inf = createInflate({ chunkSize: STREAM_CHUNK });
+  const drained = (async (): Promise<void> => {
+    for await (const o of inf) await emit(o as Buffer);
+  })();
+  drained.catch(() => undefined);
+  try {
+    for (const piece of pieces) if (!inf.write(piece)) await Promise.race([once(inf, 'drain'), drained]);
+    inf.end();
+  } catch (e) {
+    inf.destroy();
+    throw e;
+  }
+  await drained;
+  if (inf.bytesWritten !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${inf.bytesWritten} of ${dataLen} bytes`);
+}
+
+/** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
+function deflateStream(level: number): Transform {
+  const chunkSize = STREAM_CHUNK;
+  if (level === FIXED_HUFFMAN) return createDeflate({ level: 6, strategy: constants.Z_FIXED, chunkSize });
+  return createDeflate({ level, chunkSize });
+}
