@@ -106,6 +106,10 @@ function scanSources(packs: Pack[]): PackScan[] {
     if (unsorted >= 0) throw corrupt('bad-idx', p.idxPath, idOffsetInFile(p.idx, unsorted), 'object ids out of order');
     return scanPack(p, {
       checkCrc: false,
+      // Only headers are needed here (the writing checks each copy's CRC32): an entry over 64 KiB
+      // that the current chunk does not hold has only its head read (a pack of big blobs is not
+      // read twice).
+      headsOnly: true,
       onProblem: (pr) => {
         throw corrupt('bad-pack', pr.file, pr.offset, pr.message);
       },
