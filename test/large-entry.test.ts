@@ -15,6 +15,7 @@ import { censusOfPack } from '../src/commands/inspect.js';
 import { SHA1 } from '../src/hash/algo.js';
 import { Pack } from '../src/store/pack.js';
 import { gitEnv, gitOk, listPacks } from './helpers/git.js';
+import { flipByte } from './helpers/pack-bytes.js';
 import { BIN, tool } from './helpers/tool.js';
 
 const MiB = 1 << 20;
@@ -38,17 +39,6 @@ function packedRepo(prefix: string, files: Record<string, Buffer>, packConfig: s
   gitOk([...packConfig, 'repack', '-adfq'], { cwd: dir });
   for (const name of Object.keys(files)) fs.rmSync(path.join(dir, name));
   return dir;
-}
-
-/** Flips one byte of the pack at `at`. */
-function flipByte(pack: string, at: number): void {
-  fs.chmodSync(pack, 0o644);
-  const fd = fs.openSync(pack, 'r+');
-  const b = Buffer.alloc(1);
-  fs.readSync(fd, b, 0, 1, at);
-  b[0]! ^= 0xff;
-  fs.writeSync(fd, b, 0, 1, at);
-  fs.closeSync(fd);
 }
 
 /** `git verify-pack -v` lines as fields: id, type, size, size in pack, offset[, depth, base]. */

@@ -11,9 +11,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, gitOkBuffer, listPacks, objectSet, verifyPack, type VerifyPackEntry } from './helpers/git.js';
-import { entryZlibInfo } from './helpers/pack-bytes.js';
+import { entryZlibInfo, flipByte } from './helpers/pack-bytes.js';
 import { leftovers } from './helpers/faults.js';
 import { BIN, tool } from './helpers/tool.js';
 import { repack } from '../src/commands/repack.js';
@@ -78,16 +78,6 @@ function snapshot(dir: string): string[] {
   return out.sort();
 }
 
-function flipByte(file: string, at: number): void {
-  fs.chmodSync(file, 0o644);
-  const fd = fs.openSync(file, 'r+');
-  const b = Buffer.alloc(1);
-  fs.readSync(fd, b, 0, 1, at);
-  b[0]! ^= 0x55;
-  fs.writeSync(fd, b, 0, 1, at);
-  fs.closeSync(fd);
-}
-
 describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, not held', () => {
   let pristine: { dir: string; looseId: string };
   /** The stored blob's entry (git makes the other blob the delta). */
@@ -105,117 +95,102 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
   for (const threads of ['0', '1']) {
     it(`threads=${threads}: the big entry is copied byte for byte, the loose blob packed; git reads back the same objects`, () => {
       const dir = copy();
-      try {
-        const before = objectSet(dir);
-        const oldPack = listPacks(dir)[0]!;
-        const old = storedEntry(dir, oldPack);
-        const a = fs.readFileSync(oldPack).subarray(old.offset, old.offset + old.sizeInPack);
-        const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
-        expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-        expect(r.stdout).toContain('copied 6, re-encoded 0 (commits 0, trees 0, blobs 0, tags 0), written whole 0, from loose 3');
-        const packs = listPacks(dir);
-        expect(packs).toHaveLength(1);
-        const v = verifyPack(dir, packs[0]!);
-        expect(objectSet(dir)).toEqual(before);
-        expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
-        expect(countObjects(dir).count).toBe(0);
-        // The stored blob's entry: the same bytes after its header (copied, not re-encoded).
-        const now = v.entries.find((e) => e.oid === old.oid)!;
-        expect(now.sizeInPack).toBe(old.sizeInPack);
-        const b = fs.readFileSync(packs[0]!).subarray(now.offset, now.offset + now.sizeInPack);
-        expect(b.equals(a)).toBe(true);
-        // The loose blob, deflated anew a chunk at a time at zlib's default level (blobs kept),
-        // is what zlib gives for it in one piece.
-        const lo = v.entries.find((e) => e.oid === pristine.looseId)!;
-        const z = deflateSync(noise('loose', 3 * MiB));
-        expect(fs.readFileSync(packs[0]!).subarray(lo.offset + lo.sizeInPack - z.length, lo.offset + lo.sizeInPack).equals(z)).toBe(true);
-        expect(leftovers(dir)).toEqual([]);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+      const before = objectSet(dir);
+      const oldPack = listPacks(dir)[0]!;
+      const old = storedEntry(dir, oldPack);
+      const a = fs.readFileSync(oldPack).subarray(old.offset, old.offset + old.sizeInPack);
+      const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
+      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+      expect(r.stdout).toContain('copied 6, re-encoded 0 (commits 0, trees 0, blobs 0, tags 0), written whole 0, from loose 3');
+      const packs = listPacks(dir);
+      expect(packs).toHaveLength(1);
+      const v = verifyPack(dir, packs[0]!);
+      expect(objectSet(dir)).toEqual(before);
+      expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
+      expect(countObjects(dir).count).toBe(0);
+      // The stored blob's entry: the same bytes after its header (copied, not re-encoded).
+      const now = v.entries.find((e) => e.oid === old.oid)!;
+      expect(now.sizeInPack).toBe(old.sizeInPack);
+      const b = fs.readFileSync(packs[0]!).subarray(now.offset, now.offset + now.sizeInPack);
+      expect(b.equals(a)).toBe(true);
+      // The loose blob, deflated anew a chunk at a time at zlib's default level (blobs kept),
+      // is what zlib gives for it in one piece.
+      const lo = v.entries.find((e) => e.oid === pristine.looseId)!;
+      const z = deflateSync(noise('loose', 3 * MiB));
+      expect(fs.readFileSync(packs[0]!).subarray(lo.offset + lo.sizeInPack - z.length, lo.offset + lo.sizeInPack).equals(z)).toBe(true);
+      expect(leftovers(dir)).toEqual([]);
     });
   }
 
   it('--blob-compression=1: the 6 MiB stored blob is re-encoded as it streams, to what zlib gives for it at level 1', () => {
     const dir = copy();
-    try {
-      const before = objectSet(dir);
-      const old = storedEntry(dir, listPacks(dir)[0]!);
-      const r = tool(['--graph-compression=0', '--blob-compression=1'], { cwd: dir });
-      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-      const pack = listPacks(dir)[0]!;
-      const now = verifyPack(dir, pack).entries.find((e) => e.oid === old.oid)!;
-      const z = deflateSync(gitOkBuffer(['cat-file', 'blob', old.oid], { cwd: dir }), { level: 1 });
-      expect(fs.readFileSync(pack).subarray(now.offset + now.sizeInPack - z.length, now.offset + now.sizeInPack).equals(z)).toBe(true);
-      expect(objectSet(dir)).toEqual(before);
-      expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const before = objectSet(dir);
+    const old = storedEntry(dir, listPacks(dir)[0]!);
+    const r = tool(['--graph-compression=0', '--blob-compression=1'], { cwd: dir });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    const pack = listPacks(dir)[0]!;
+    const now = verifyPack(dir, pack).entries.find((e) => e.oid === old.oid)!;
+    const z = deflateSync(gitOkBuffer(['cat-file', 'blob', old.oid], { cwd: dir }), { level: 1 });
+    expect(fs.readFileSync(pack).subarray(now.offset + now.sizeInPack - z.length, now.offset + now.sizeInPack).equals(z)).toBe(true);
+    expect(objectSet(dir)).toEqual(before);
+    expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
   });
 
   it('under auto, the incompressible loose blob is stored (its deflated length measured first)', () => {
     const dir = copy();
-    try {
-      const before = objectSet(dir);
-      const r = tool(['--graph-compression=0', '--blob-compression=auto'], { cwd: dir });
-      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-      const pack = listPacks(dir)[0]!;
-      const lo = verifyPack(dir, pack).entries.find((e) => e.oid === pristine.looseId)!;
-      expect(entryZlibInfo(fs.readFileSync(pack), lo.offset, 20)).toEqual({ flevel: 0, stored: true });
-      expect(objectSet(dir)).toEqual(before);
-      expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const before = objectSet(dir);
+    const r = tool(['--graph-compression=0', '--blob-compression=auto'], { cwd: dir });
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    const pack = listPacks(dir)[0]!;
+    const lo = verifyPack(dir, pack).entries.find((e) => e.oid === pristine.looseId)!;
+    expect(entryZlibInfo(fs.readFileSync(pack), lo.offset, 20)).toEqual({ flevel: 0, stored: true });
+    expect(objectSet(dir)).toEqual(before);
+    expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
   });
 
   for (const threads of ['0', '1']) {
     it(`threads=${threads}: a byte flipped 4 MiB into the streamed entry is a CRC32 mismatch: fatal, 128, nothing changed`, () => {
       const dir = copy();
-      try {
-        const pack = listPacks(dir)[0]!;
-        const old = storedEntry(dir, pack);
-        flipByte(pack, old.offset + 4 * MiB);
-        const before = snapshot(dir);
-        const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
-        expect(r.status).toBe(128);
-        expect(r.stderr).toBe(`fatal: packed object ${old.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${old.offset} (blob entry)\n`);
-        expect(snapshot(dir)).toEqual(before);
-        expect(leftovers(dir)).toEqual([]);
-      } finally {
-        fs.rmSync(dir, { recursive: true, force: true });
-      }
+      onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+      const pack = listPacks(dir)[0]!;
+      const old = storedEntry(dir, pack);
+      flipByte(pack, old.offset + 4 * MiB, 0x55);
+      const before = snapshot(dir);
+      const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
+      expect(r.status).toBe(128);
+      expect(r.stderr).toBe(`fatal: packed object ${old.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${old.offset} (blob entry)\n`);
+      expect(snapshot(dir)).toEqual(before);
+      expect(leftovers(dir)).toEqual([]);
     });
   }
 
   it('a large loose object damaged 2 MiB in, and one under another id: fatal, 128, nothing changed', () => {
     const dir = copy();
-    try {
-      const file = looseFile(dir, pristine.looseId);
-      flipByte(file, 2 * MiB);
-      let before = snapshot(dir);
-      let r = tool(['--graph-compression=0'], { cwd: dir });
-      expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(new RegExp(`^fatal: loose object ${pristine.looseId} \\(stored in ${file}\\) is corrupt: corrupt loose object \\(zlib: .*\\)\n$`));
-      expect(snapshot(dir)).toEqual(before);
-      expect(leftovers(dir)).toEqual([]);
-      // The intact object under the id of another (a blob of the same size that is not there).
-      fs.rmSync(file, { force: true });
-      const other = gitOk(['hash-object', '--stdin'], { cwd: dir, input: noise('other', 3 * MiB) }).trim();
-      const misplaced = looseFile(dir, other);
-      fs.mkdirSync(path.dirname(misplaced), { recursive: true });
-      fs.copyFileSync(looseFile(pristine.dir, pristine.looseId), misplaced);
-      before = snapshot(dir);
-      r = tool(['--graph-compression=0'], { cwd: dir });
-      expect(r.status).toBe(128);
-      // (as a loose object held whole was named: the file, offset 0)
-      expect(r.stderr).toBe(`fatal: ${misplaced}: object hashes to ${pristine.looseId}, expected ${other} at offset 0\n`);
-      expect(snapshot(dir)).toEqual(before);
-      expect(leftovers(dir)).toEqual([]);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+    const file = looseFile(dir, pristine.looseId);
+    flipByte(file, 2 * MiB, 0x55);
+    let before = snapshot(dir);
+    let r = tool(['--graph-compression=0'], { cwd: dir });
+    expect(r.status).toBe(128);
+    expect(r.stderr).toMatch(new RegExp(`^fatal: loose object ${pristine.looseId} \\(stored in ${file}\\) is corrupt: corrupt loose object \\(zlib: .*\\)\n$`));
+    expect(snapshot(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
+    // The intact object under the id of another (a blob of the same size that is not there).
+    fs.rmSync(file, { force: true });
+    const other = gitOk(['hash-object', '--stdin'], { cwd: dir, input: noise('other', 3 * MiB) }).trim();
+    const misplaced = looseFile(dir, other);
+    fs.mkdirSync(path.dirname(misplaced), { recursive: true });
+    fs.copyFileSync(looseFile(pristine.dir, pristine.looseId), misplaced);
+    before = snapshot(dir);
+    r = tool(['--graph-compression=0'], { cwd: dir });
+    expect(r.status).toBe(128);
+    // (as a loose object held whole was named: the file, offset 0)
+    expect(r.stderr).toBe(`fatal: ${misplaced}: object hashes to ${pristine.looseId}, expected ${other} at offset 0\n`);
+    expect(snapshot(dir)).toEqual(before);
+    expect(leftovers(dir)).toEqual([]);
   });
 });
 

@@ -122,3 +122,14 @@ export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { 
   if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) throw new Error(`no zlib header at ${p} (entry ${offset})`);
   return { flevel: flg >> 6, stored: ((pack[p + 2]! >> 1) & 3) === 0 };
 }
+
+/** Flips bits of one byte of a file (read-only pack files included) at `at`: XOR with `mask`. */
+export function flipByte(file: string, at: number, mask = 0xff): void {
+  fs.chmodSync(file, 0o644);
+  const fd = fs.openSync(file, 'r+');
+  const b = Buffer.alloc(1);
+  fs.readSync(fd, b, 0, 1, at);
+  b[0]! ^= mask;
+  fs.writeSync(fd, b, 0, 1, at);
+  fs.closeSync(fd);
+}
