@@ -243,6 +243,19 @@ describe('safe.bareRepository (git 2.38+): a bare repository found by walking up
     expect(inDotGit.tool).toEqual(inDotGit.git);
   });
 
+  it("the repository's own safe.bareRepository is not protected configuration: ignored by both; a global file's is obeyed", () => {
+    const bare = bareCopy();
+    expect(git(['config', 'safe.bareRepository', 'explicit'], { env: { GIT_DIR: bare } }).status).toBe(0);
+    const local = both(bare);
+    expect(local.git.status).toBe(0);
+    expect(local.tool.status).toBe(0);
+    const globalFile = `${bare}-global.gitconfig`;
+    fs.writeFileSync(globalFile, '[safe]\n\tbareRepository = explicit\n');
+    const global = both(bare, { GIT_CONFIG_GLOBAL: globalFile });
+    expect(global.git.status).toBe(128);
+    expect(global.tool).toEqual(global.git);
+  });
+
   it('a value git cannot parse is fatal (128) for both, and names the key', () => {
     const bare = bareCopy();
     const r = both(bare, cfg('EXPLICIT'));

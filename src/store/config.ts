@@ -16,9 +16,36 @@ export class GitConfig {
 
   /** Reads the configuration seen from `gitDir` (or, without one, the global and system files only). */
   static load(gitDir: string | undefined, env: NodeJS.ProcessEnv): GitConfig {
+    const out = GitConfig.list(gitDir, env, []);
+    return out === undefined ? GitConfig.empty() : new GitConfig(parseConfigList(out));
+  }
+
+  /**
+   * The configuration seen from `gitDir`, and the part of it git calls protected (system, global
+   * and command-line scopes: what `git config --list` outside any repository gives), from one
+   * `git config --list --show-scope`: a bare repository found from the cwd needs both.
+   */
+  static loadScoped(gitDir: string, env: NodeJS.ProcessEnv): { all: GitConfig; protected: GitConfig } {
+    const out = GitConfig.list(gitDir, env, ['--show-scope']);
+    if (out === undefined) return { all: GitConfig.empty(), protected: GitConfig.empty() };
+    const all = new Map<string, (string | null)[]>();
+    const prot = new Map<string, (string | null)[]>();
+    let scope = '';
+    forEachRecord(out, (i, rec) => {
+      if (i % 2 === 0) scope = rec;
+      else {
+        addRecord(all, rec);
+        if (PROTECTED_SCOPES.has(scope)) addRecord(prot, rec);
+      }
+    });
+    return { all: new GitConfig(all), protected: new GitConfig(prot) };
+  }
+
+  /** `git config --list -z` (and `extra`) from `gitDir`; undefined when there is no configuration at all. */
+  private static list(gitDir: string | undefined, env: NodeJS.ProcessEnv, extra: string[]): Buffer | undefined {
     const childEnv: NodeJS.ProcessEnv = { ...env };
     delete childEnv.GIT_WORK_TREE;
-    const args = ['config', '--list', '-z'];
+    const args = ['config', '--list', '-z', ...extra];
     if (gitDir !== undefined) childEnv.GIT_DIR = gitDir;
     else {
       delete childEnv.GIT_DIR;
@@ -30,10 +57,10 @@ export class GitConfig {
     if (r.status !== 0) {
       const msg = r.stderr.toString().trim();
       // No configuration at all (e.g. a snapshot without a config file) is an empty one.
-      if (r.stdout.length === 0 && msg === '') return GitConfig.empty();
+      if (r.stdout.length === 0 && msg === '') return undefined;
       throw new GitError('bad-config', msg.replace(/^fatal: /, '') || 'git config failed');
     }
-    return new GitConfig(parseConfigList(r.stdout));
+    return r.stdout;
   }
 
   /** The last value; a key given without `= value` reads as the empty string (boolean true). */
@@ -81,22 +108,34 @@ function normalizeKey(key: string): string {
   return key.slice(0, first).toLowerCase() + key.slice(first, last) + key.slice(last).toLowerCase();
 }
 
+/** git's protected configuration: `git config --show-scope` names these scopes. */
+const PROTECTED_SCOPES = new Set(['system', 'global', 'command']);
+
+/** Each NUL-terminated record of `git config -z` output, numbered from 0. */
+function forEachRecord(out: Buffer, each: (i: number, rec: string) => void): void {
+  let start = 0;
+  for (let i = 0; start < out.length; i++) {
+    let end = out.indexOf(0, start);
+    if (end < 0) end = out.length;
+    each(i, out.toString('utf8', start, end));
+    start = end + 1;
+  }
+}
+
+/** One `key\nvalue` (or bare `key`) record into `map`. */
+function addRecord(map: Map<string, (string | null)[]>, rec: string): void {
+  const nl = rec.indexOf('\n');
+  const key = nl < 0 ? rec : rec.slice(0, nl);
+  const value = nl < 0 ? null : rec.slice(nl + 1);
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}
+
 /** `git config -z --list` output: `key\nvalue\0`, or `key\0` for a key without a value. */
 export function parseConfigList(out: Buffer): Map<string, (string | null)[]> {
   const map = new Map<string, (string | null)[]>();
-  let start = 0;
-  while (start < out.length) {
-    let end = out.indexOf(0, start);
-    if (end < 0) end = out.length;
-    const rec = out.toString('utf8', start, end);
-    start = end + 1;
-    const nl = rec.indexOf('\n');
-    const key = nl < 0 ? rec : rec.slice(0, nl);
-    const value = nl < 0 ? null : rec.slice(nl + 1);
-    const list = map.get(key);
-    if (list) list.push(value);
-    else map.set(key, [value]);
-  }
+  forEachRecord(out, (_, rec) => addRecord(map, rec));
   return map;
 }
 

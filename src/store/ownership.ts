@@ -122,9 +122,9 @@ export function dubiousOwnership(dir: string): GitError {
  * from protected config only, the last value wins; `all` (the default) or `explicit`, exactly.
  * Throws git's error otherwise.
  */
-export function ensureImplicitBareAllowed(dir: string, env: NodeJS.ProcessEnv): void {
+export function ensureImplicitBareAllowed(dir: string, env: NodeJS.ProcessEnv, protectedCfg: GitConfig = protectedConfig(env)): void {
   let allowed = true;
-  for (const v of protectedConfig(env).getAll('safe.bareRepository')) {
+  for (const v of protectedCfg.getAll('safe.bareRepository')) {
     if (v === 'explicit') allowed = false;
     else if (v === 'all') allowed = true;
     else throw new GitError('bad-config', `unable to parse 'safe.barerepository' from config`);

@@ -3,7 +3,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
 import { GitConfig } from './config.js';
-import { dubiousOwnership, ensureImplicitBareAllowed, ensureValidOwnership } from './ownership.js';
+import { dubiousOwnership, ensureImplicitBareAllowed, ensureValidOwnership, isPathOwnedByCurrentUser } from './ownership.js';
 
 /** A discovered repository: where its objects live and how they are named. */
 export interface Repository {
@@ -92,12 +92,21 @@ function ceilings(env: NodeJS.ProcessEnv): string[] {
     .map((p) => physical(resolve(p)));
 }
 
+function loadScoped(gitDir: string, env: NodeJS.ProcessEnv): { all: GitConfig; protected: GitConfig } | undefined {
+  try {
+    return GitConfig.loadScoped(gitDir, env);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Finds the repository like git's `setup_git_directory`: `--git-dir`, `GIT_DIR`, then walking up. */
 export function discoverRepository(opts: DiscoverOptions): Repository {
   const env = opts.env;
   const explicit = opts.gitDir ?? env.GIT_DIR;
   let gitDir: string;
   let workTree: string | undefined;
+  let scoped: { all: GitConfig; protected: GitConfig } | undefined;
   if (explicit !== undefined && explicit !== '') {
     let p = resolve(opts.cwd, explicit);
     if (isFile(p)) p = readGitFile(p);
@@ -129,7 +138,12 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
         break;
       }
       if (isGitDirectory(d, env)) {
-        ensureImplicitBareAllowed(d, env);
+        // One `git config` for both the protected configuration and the repository's own, when
+        // the directory is ours (git reads no configuration of a repository it may refuse) and no
+        // GIT_CONFIG names a file that would stand in for the scopes. (A configuration git cannot
+        // read is left to the two calls, which say so in git's order.)
+        if (opts.readConfig === undefined && env.GIT_CONFIG === undefined && (opts.euid === undefined || isPathOwnedByCurrentUser(d, { euid: opts.euid, env }))) scoped = loadScoped(d, env);
+        ensureImplicitBareAllowed(d, env, scoped?.protected);
         owned({ gitdir: d }, d);
         found = d;
         break;
@@ -144,7 +158,7 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
     gitDir = found;
   }
   const commonDir = commonDirOf(gitDir);
-  const config = opts.readConfig?.(commonDir, env) ?? GitConfig.load(gitDir, env);
+  const config = scoped?.all ?? opts.readConfig?.(commonDir, env) ?? GitConfig.load(gitDir, env);
   const fmt = config.get('extensions.objectformat');
   const algo = fmt === undefined ? SHA1 : hashAlgoByName(fmt);
   if (algo === undefined) throw new GitError('unsupported', `unknown repository object format '${fmt}'`);
