@@ -46,6 +46,28 @@ export class KilledBySignal extends Error {
   }
 }
 
+/** Pipes we are writing into a child through (git index-pack --stdin): while one is open, a SIGPIPE is theirs. */
+let childPipes = 0;
+
+/**
+ * A pipe into a child is open until `closed` is called: a SIGPIPE meanwhile comes from writing
+ * into it after the child stopped reading (cli/ then ignores it, as git ignores SIGPIPE while it
+ * feeds a child, and the child's exit says what went wrong). Call `closed` once.
+ */
+export function pipeToChild(): () => void {
+  childPipes++;
+  let open = true;
+  return () => {
+    if (open) childPipes--;
+    open = false;
+  };
+}
+
+/** Is a pipe into a child open (`pipeToChild`)? */
+export function writingToChild(): boolean {
+  return childPipes > 0;
+}
+
 /** Children still writing into what is registered (git index-pack into the check's directory). */
 const children = new Set<{ kill(signal?: NodeJS.Signals): boolean }>();
 

@@ -21,7 +21,7 @@ const CASES: [string, NodeJS.Signals][] = [
   ['phase:written', 'SIGTERM'], // written, not yet proved
   ['progress:validating', 'SIGHUP'],
   ['phase:proved', 'SIGPIPE'],
-  ['phase:fsck', 'SIGINT'], // the fsck view is built
+  ['phase:fsck', 'SIGINT'], // git index-pack is reading what is written anew
 ];
 
 /**
@@ -41,6 +41,18 @@ function historyStream(commits: number, files: number): Buffer {
     parts.push('\n');
   }
   return Buffer.from(parts.join(''));
+}
+
+/** A bare repository of some 24k objects (jq's size) in `top`, from `historyStream`. */
+function repo24k(top: string): string {
+  const repo = path.join(top, 'r.git');
+  expect(spawnSync('git', ['init', '-q', '--bare', repo], { env: gitEnv() }).status).toBe(0);
+  // fast-import grows and shrinks its heap by `brk` some 40,000 times for this stream, and a
+  // `brk` can cost 170 us on a VM (10 s here): glibc keeps 64 MiB at the top instead (1 s).
+  const fi = spawnSync('git', ['fast-import', '--quiet'], { cwd: repo, env: gitEnv({ MALLOC_TOP_PAD_: String(64 << 20), MALLOC_TRIM_THRESHOLD_: String(128 << 20) }), input: historyStream(4000, 2) });
+  expect(fi.status, fi.stderr?.toString()).toBe(0);
+  expect(countObjects(repo).inPack).toBeGreaterThan(20_000);
+  return repo;
 }
 
 describe('signals during a rewrite (git’s sigchain)', () => {
@@ -74,13 +86,7 @@ describe('signals during a rewrite (git’s sigchain)', () => {
   it('SIGINT in the middle of writing a 24k-object pack: the old pack stays, nothing else', async () => {
     const top = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'sig-24k-'));
     try {
-      const repo = path.join(top, 'r.git');
-      expect(spawnSync('git', ['init', '-q', '--bare', repo], { env: gitEnv() }).status).toBe(0);
-      // fast-import grows and shrinks its heap by `brk` some 40,000 times for this stream, and a
-      // `brk` can cost 170 us on a VM (10 s here): glibc keeps 64 MiB at the top instead (1 s).
-      const fi = spawnSync('git', ['fast-import', '--quiet'], { cwd: repo, env: gitEnv({ MALLOC_TOP_PAD_: String(64 << 20), MALLOC_TRIM_THRESHOLD_: String(128 << 20) }), input: historyStream(4000, 2) });
-      expect(fi.status, fi.stderr?.toString()).toBe(0);
-      expect(countObjects(repo).inPack).toBeGreaterThan(20_000);
+      const repo = repo24k(top);
       const before = objectSet(repo);
       const packDir = path.join(repo, 'objects/pack');
       const packs = fs.readdirSync(packDir).sort();
@@ -93,6 +99,35 @@ describe('signals during a rewrite (git’s sigchain)', () => {
       expect(fs.readdirSync(path.join(repo, 'objects')).filter((n) => /^tmp_|lock$|journal/.test(n))).toEqual([]);
       expect(objectSet(repo)).toEqual(before);
       expect(fsckStrict(repo).status).toBe(0);
+    } finally {
+      fs.rmSync(top, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  // git index-pack reads the entries written anew while they are written: when it stops reading
+  // (it found a problem), our next write into its pipe raises SIGPIPE, which is its pipe's and
+  // not ours (git ignores SIGPIPE while it feeds a child). A git on PATH whose index-pack reads
+  // 64 KiB of the ~2 MiB sent, then fails.
+  it('git index-pack stops reading half-way: fatal 128 with what git said, not a death by SIGPIPE; nothing changed', () => {
+    const top = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'sig-pipe-'));
+    try {
+      const repo = repo24k(top);
+      const before = objectSet(repo);
+      const packDir = path.join(repo, 'objects/pack');
+      const packs = fs.readdirSync(packDir).sort();
+      const bin = path.join(top, 'bin');
+      fs.mkdirSync(bin);
+      const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+      const stub = `case " $* " in *" index-pack "*) head -c 65536 >/dev/null; echo 'fatal: stopped reading' >&2; exit 1;; esac\nexec '${realGit}' "$@"`;
+      fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\n${stub}\n`, { mode: 0o755 });
+      const r = spawnSync(process.execPath, [BIN, '--graph-compression=0', '-q'], { cwd: repo, env: gitEnv({ PATH: `${bin}:${process.env.PATH}` }), encoding: 'utf8' });
+      expect(r.signal).toBe(null);
+      expect(r.status).toBe(128);
+      expect(r.stderr).toMatch(/^fatal: git could not read back the rewritten entries; nothing was changed\.\n/);
+      expect(r.stderr).toContain('git index-pack said:\nfatal: stopped reading');
+      expect(fs.readdirSync(packDir).sort()).toEqual(packs);
+      expect(fs.readdirSync(path.join(repo, 'objects')).filter((n) => /^tmp_|lock$|journal/.test(n))).toEqual([]);
+      expect(objectSet(repo)).toEqual(before);
     } finally {
       fs.rmSync(top, { recursive: true, force: true });
     }

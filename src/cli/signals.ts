@@ -1,5 +1,5 @@
 import { constants } from 'node:os';
-import { removeRegisteredPaths } from '../cleanup.js';
+import { removeRegisteredPaths, writingToChild } from '../cleanup.js';
 
 /** The signals git's sigchain_push_common catches to remove its temporary files and locks. */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGPIPE'] as const;
@@ -28,7 +28,9 @@ export function isCaughtSignal(sig: string): sig is CaughtSignal {
  * SIGPIPE: silent, exit 141, and not Node's "Error: write EPIPE" stack trace.
  */
 export function installSignalCleanup(): void {
-  for (const sig of SIGNALS) process.on(sig, () => dieOfSignal(sig));
+  // A SIGPIPE while we feed git through a pipe is that pipe's (git stopped reading): the write
+  // fails with EPIPE instead, and git's exit says why. Our own stdout and stderr still end us below.
+  for (const sig of SIGNALS) process.on(sig, () => (sig === 'SIGPIPE' && writingToChild() ? undefined : dieOfSignal(sig)));
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') dieOfSignal('SIGPIPE');

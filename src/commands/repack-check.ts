@@ -7,10 +7,9 @@ import { removeOnSignal } from '../cleanup.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, listPacks, makeViewDir, removeView } from '../store/packdir.js';
 import { fault } from '../store/files.js';
-import { indexPackCheck, onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
+import { indexPackStream, onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
-import { wholeNotIndexed, writeChangedPack } from '../repack/changed-pack.js';
-import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
+import { wholeNotIndexed, type ChangedDestination, type ChangedPack } from '../repack/changed-pack.js';
 import type { RewriteStats, WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
 
@@ -33,6 +32,8 @@ export interface WrittenPartition {
   final: string;
   /** Its `.promisor` marker, written beside it (promisor partitions). */
   promisorTmp?: string;
+  /** git reading back what was written anew (`--fsck=changed`), when anything was. */
+  check?: ChangedCheck | undefined;
 }
 
 /**
@@ -86,35 +87,25 @@ function hasPromisorRemote(repo: Repository): boolean {
   return repo.config.keys().some((k) => /^remote\..*\.promisor$/.test(k) && repo.config.getBool(k) === true);
 }
 
-/** The object types a rewrite re-encoded entries of. */
-function reencodedTypes(stats: RewriteStats): Set<number> {
-  const r = stats.reencoded;
-  const types = new Set<number>();
-  if (r.commit > 0) types.add(OBJ_COMMIT);
-  if (r.tree > 0) types.add(OBJ_TREE);
-  if (r.blob > 0) types.add(OBJ_BLOB);
-  if (r.tag > 0) types.add(OBJ_TAG);
-  return types;
+/** A `--fsck=changed` check under way (`startChangedCheck`). */
+export interface ChangedCheck {
+  /** Where the rewrite sends the entries it writes anew. */
+  dest: ChangedDestination;
+  /**
+   * Once the new pack and its idx are written: git's verdict. Rejects with a GitError naming
+   * where what git could not read back came from.
+   */
+  finish(newIdxPath: string, sources: Pack[], onProgress: (phase: string, done: number, total: number) => void): Promise<void>;
 }
 
 /**
  * `--fsck=changed`: git reads back every entry of the new pack whose bytes were written anew —
- * every entry of a type the rewrite re-encoded, every packed loose object, every delta written
- * whole — through `git index-pack` on a pack of just those (`writeChangedPack`): it inflates
- * each, hashes each whole object, and each of their ids must be in its index. Entries copied byte
- * for byte under a verified CRC32 are not read again. Rejects with a GitError naming the source.
+ * every entry re-encoded, every packed loose object, every delta written whole — through `git
+ * index-pack --stdin` on a pack of just those, sent while the rewrite writes them
+ * (changed-pack.ts): it inflates each, hashes each whole object, and each of their ids must be in
+ * its index. Entries copied byte for byte under a verified CRC32 are not read again.
  */
-export async function startChangedCheck(
-  repo: Repository,
-  x: WrittenPartition,
-  scratchDirs: string[],
-  sources: Pack[],
-  onProgress: (phase: string, done: number, total: number) => void,
-): Promise<void> {
-  const sel = { types: reencodedTypes(x.stats), looseIds: x.loose, allWhole: x.stats.whole > 0 };
-  if (sel.types.size === 0 && sel.looseIds.length === 0 && !sel.allWhole) return;
-  // (Its phase is reported once, when git is done: it runs beside our own proof, whose
-  // 'validating' line would otherwise come between its start and its end.)
+export function startChangedCheck(repo: Repository, scratchDirs: string[]): ChangedCheck {
   // One directory, removed whole (by the next run's leftover cleaning after a kill), holds all of
   // it: git's object directory for the check (empty) and, beside its pack/, the pack of changed
   // entries and git's index of it. A git index-pack orphaned by a kill then cannot leave an
@@ -123,20 +114,29 @@ export async function startChangedCheck(
   scratchDirs.push(dir);
   mkdirSync(join(dir, 'pack'), { recursive: true });
   const sub = { pack: join(dir, 'changed.pack'), idx: join(dir, 'changed.idx') };
-  const cp = writeChangedPack(x.w, repo.algo, sel, sub.pack);
   fault('phase:fsck', sub.pack); // the moment git checks, whatever the mode (the reliability harness stops here)
-  const r = await indexPackCheck(repo.gitDir, sub.pack, sub.idx, dir, repo.env);
-  const missing = r.ok ? wholeNotIndexed(sub.idx, cp, x.w.idxPath, repo.algo) : undefined;
-  if (r.ok && missing === undefined) {
-    onProgress('checking with git index-pack', 1, 1);
-    return;
-  }
-  // Name what git could not read back: the objects it names, or the one whose id it did not find.
-  const where = whereFrom(missing ?? r.output, sources, repo.objectsDir, repo.algo.len);
-  const said = r.ok ? `${missing}: git index-pack hashed the rewritten entries to other ids` : `git index-pack said:\n${r.output}`;
-  throw new GitError('verify-failed', `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`);
+  const git = indexPackStream(repo.gitDir, sub.pack, sub.idx, dir, repo.env);
+  git.result.catch(() => undefined); // (awaited by finish; a run that fails first never asks)
+  let sent: ChangedPack | undefined;
+  return {
+    dest: { write: git.write, ready: git.ready, end: (s) => ((sent = s), git.end()), abort: git.kill },
+    async finish(newIdxPath, sources, onProgress) {
+      const r = await git.result;
+      if (sent === undefined) throw new Error('the pack of changed entries was not finished');
+      const missing = r.ok ? wholeNotIndexed(sub.idx, sent, newIdxPath, repo.algo) : undefined;
+      if (r.ok && missing === undefined) {
+        // (Its phase is reported once, when git is done: it runs beside our own proof, whose
+        // 'validating' line would otherwise come between its start and its end.)
+        onProgress('checking with git index-pack', 1, 1);
+        return;
+      }
+      // Name what git could not read back: the objects it names, or the one whose id it did not find.
+      const where = whereFrom(missing ?? r.output, sources, repo.objectsDir, repo.algo.len);
+      const said = r.ok ? `${missing}: git index-pack hashed the rewritten entries to other ids` : `git index-pack said:\n${r.output}`;
+      throw new GitError('verify-failed', `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`);
+    },
+  };
 }
-
 
 /** What the git fsck check needs to know of the run. */
 export interface FsckCheck {

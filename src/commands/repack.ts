@@ -19,7 +19,8 @@ import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
-import { checkWithGitFsck, startChangedCheck, type WrittenPartition } from './repack-check.js';
+import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
+import type { ChangedDestination } from '../repack/changed-pack.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 
 export interface RepackOptions {
@@ -100,6 +101,8 @@ class RepackRun {
   readonly tmpFiles: string[] = [];
   /** Directories of ours (git's views, the check's pack): removed whatever happens. */
   readonly scratchDirs: string[] = [];
+  /** git reading back what each partition writes anew (`--fsck=changed`), stopped if the run fails. */
+  readonly checks: ChangedCheck[] = [];
   readonly packDir: string;
   readonly shared: number;
   readonly lock: RepoLock | undefined;
@@ -214,6 +217,8 @@ class RepackRun {
       this.where.step = `writing the new pack ${tmp.pack}`;
       // One pack, nothing loose, and no file of it missing: it may already be the result.
       const skipIfUnchanged = !opts.dryRun && sources.length === 1 && loose.length === 0 && (!src.writeRev || sources[0]!.rev);
+      let check: ChangedCheck | undefined;
+      const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedDestination => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
       const { stats, written: w, unchanged } = await rewritePartition(
         { kind, packs: sources.map((p) => src.opened.get(p.base)!), loose, looseDir: repo.objectsDir },
         {
@@ -231,6 +236,7 @@ class RepackRun {
           skipIfUnchanged,
           threads: forcedThreads(repo.env),
           maxHeldEntry: opts.maxHeldEntry,
+          changedCheck,
         },
       );
       const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
@@ -250,7 +256,7 @@ class RepackRun {
         pr.unchanged = true;
         continue;
       }
-      written.push({ kind, w, stats, sources, loose, final });
+      written.push({ kind, w, stats, sources, loose, final, check });
     }
     return written;
   }
@@ -263,15 +269,9 @@ class RepackRun {
   private async proveAndCheck(src: Sources, written: WrittenPartition[]): Promise<void> {
     const { repo, opts } = this;
     const checks: Promise<void>[] = [];
-    if (opts.fsck === 'changed') {
-      this.where.step = 'checking the rewritten entries with git index-pack';
-      for (const x of written) {
-        const sources = x.sources.map((s) => src.opened.get(s.base)!);
-        checks.push(startChangedCheck(repo, x, this.scratchDirs, sources, this.onProgress));
-      }
-      // A failure is reported once the proof is done (or has failed first).
-      for (const c of checks) c.catch(() => undefined);
-    }
+    for (const x of written) if (x.check !== undefined) checks.push(x.check.finish(x.w.idxPath, x.sources.map((s) => src.opened.get(s.base)!), this.onProgress));
+    // A failure is reported once the proof is done (or has failed first).
+    for (const c of checks) c.catch(() => undefined);
     for (const x of written) {
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
@@ -313,6 +313,7 @@ class RepackRun {
   cleanup(): void {
     bestEffort(() => this.odb.close());
     for (const f of this.tmpFiles) bestEffort(() => unlinkIfExists(f));
+    for (const c of this.checks) bestEffort(() => c.dest.abort());
     for (const d of this.scratchDirs) bestEffort(() => removeView(d));
     this.lock?.release();
   }

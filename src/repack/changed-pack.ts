@@ -1,265 +1,157 @@
-import { closeSync, fstatSync, openSync, readFileSync, readSync, writeSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { GitError, corrupt } from '../errors.js';
+import type { Hash } from 'node:crypto';
 import type { HashAlgo } from '../hash/algo.js';
-import { sortIds } from '../hash/sort.js';
-import { OBJ_BLOB, OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
+import { OBJ_BLOB, isBaseType } from '../format/object-type.js';
 import { MAX_ENTRY_HEADER, encodeEntryHeader, encodePackHeader, parseEntryHeader } from '../format/pack.js';
-import { REV_HEADER, packOrderFromOffsets } from '../format/rev.js';
+import type { Finished, PackSink } from '../format/pack-writer.js';
+import type { RewriteOutput } from './sink.js';
 
-/** Sequential reads of the new pack, this many bytes at a time. */
-const CHUNK = 1 << 20;
-
-/** Which entries of a new pack had their bytes written anew (not copied from a source entry). */
-export interface ChangedSelection {
-  /** Object types the rewrite re-encoded at least one entry of: every entry of them is taken. */
-  types: ReadonlySet<number>;
-  /** Ids of loose objects packed (deflated by us): taken whatever their type. */
-  looseIds: Buffer[];
-  /** Deltas were written whole (their base left the output): every whole entry is taken. */
-  allWhole: boolean;
+/**
+ * The entries of a new pack whose bytes the rewrite writes anew (every entry re-encoded, every
+ * loose object packed, every delta written whole: `sel`), sent as a pack of their own to `git
+ * index-pack` while the rewrite writes them: git inflates each, hashes each whole object, and
+ * each of their ids must come back in its index (`wholeNotIndexed`). A delta is sent as a blob of
+ * its own data (git inflates every byte of it and checks its declared size, without resolving the
+ * chain: resolving git.git's tree deltas means hashing 5.8 GB of trees). Entries copied byte for
+ * byte under a verified CRC32 are not sent. What git reads is what is written: the same bytes,
+ * whose CRC32s our proof then holds the file on disk against.
+ */
+export interface ChangedDestination {
+  /** Takes `chunk` (the destination's from now on). */
+  write(chunk: Buffer): void;
+  /** Undefined, or a promise that resolves once the destination has room again. */
+  ready(): Promise<void> | undefined;
+  /** Everything is sent: what git must give back. */
+  end(sent: ChangedPack): void;
+  /** The rewrite failed. */
+  abort(): void;
 }
 
 /** The pack of changed entries: how many, and which whole objects git must hash to their ids. */
 export interface ChangedPack {
   count: number;
-  /** By idx position of the new pack: 1 for a whole object taken (git's index must list its id). */
+  /** By idx rank of the new pack: 1 for a whole object sent (git's index must list its id). */
   whole: Uint8Array;
-  wholeCount: number;
-  bytes: number;
 }
 
-/** Buffered sequential writes. */
-class Out {
-  private readonly fd: number;
-  private readonly buf = Buffer.allocUnsafe(1 << 20);
+/** The pack of changed entries is handed on in pieces of this many bytes. */
+const PIECE = 256 << 10;
+
+/**
+ * A pack sink that writes through to `inner` and sends the entries `sel` marks (non-zero, by
+ * slot) to `dest` as a pack of `count` entries: header, entries (a delta as a blob of its data),
+ * trailer. `sel[slot]` becomes 2 for a whole object sent.
+ */
+class ChangedTee implements PackSink {
+  private piece = Buffer.allocUnsafe(PIECE);
   private used = 0;
-  written = 0;
+  private sending = false;
+  private sent = 0;
+  private readonly hash: Hash;
+  private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
 
-
-  constructor(readonly path: string) {
-    this.fd = openSync(path, 'wx', 0o600);
+  constructor(
+    private readonly inner: PackSink,
+    private readonly sel: Uint8Array,
+    readonly count: number,
+    private readonly algo: HashAlgo,
+    private readonly dest: ChangedDestination,
+  ) {
+    this.hash = algo.create();
+    const head = encodePackHeader(count);
+    this.put(head, 0, head.length);
   }
 
-  /** `src[start, end)`, copied without making a view of it (one entry after another). */
-  put(src: Buffer, start: number, end: number): void {
-    const n = end - start;
-    if (this.used + n > this.buf.length) this.flush();
-    if (n >= this.buf.length) this.raw(src.subarray(start, end));
-    else this.used += src.copy(this.buf, this.used, start, end);
+  get offset(): number {
+    return this.inner.offset;
   }
 
-  flush(): void {
-    this.raw(this.buf.subarray(0, this.used));
+  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen = header.length, start = 0, end = data.length): void {
+    this.inner.writeEntry(header, data, slot, headerLen, start, end);
+    this.sending = this.sel[slot] !== 0;
+    if (!this.sending) return;
+    const h = parseEntryHeader(header, 0, headerLen, this.algo.len, 'the new pack', this.inner.offset);
+    const whole = isBaseType(h.type);
+    this.put(this.hdr, 0, encodeEntryHeader(whole ? h.type : OBJ_BLOB, h.size, this.hdr, 0));
+    this.put(data, start, end);
+    if (whole) this.sel[slot] = 2;
+    this.sent++;
+  }
+
+  appendToEntry(data: Buffer, slot: number, start = 0, end = data.length): void {
+    this.inner.appendToEntry(data, slot, start, end);
+    if (this.sending) this.put(data, start, end);
+  }
+
+  /** The trailer: every entry `sel` marked must have been sent. */
+  end(): void {
+    if (this.sent !== this.count) throw new Error(`the pack of changed entries has ${this.sent} entries, not ${this.count}`);
+    this.handOn();
+    this.dest.write(this.hash.digest());
+  }
+
+  finish(): Promise<Finished> {
+    return this.inner.finish();
+  }
+
+  abort(): Promise<void> {
+    this.dest.abort();
+    return this.inner.abort();
+  }
+
+  private put(src: Uint8Array, start: number, end: number): void {
+    while (start < end) {
+      const n = Math.min(end - start, PIECE - this.used);
+      this.piece.set(src.subarray(start, start + n), this.used);
+      this.used += n;
+      start += n;
+      if (this.used === PIECE) this.handOn();
+    }
+  }
+
+  private handOn(): void {
+    if (this.used === 0) return;
+    const done = this.piece.subarray(0, this.used);
+    this.hash.update(done);
+    this.dest.write(done);
+    this.piece = Buffer.allocUnsafe(PIECE);
     this.used = 0;
   }
-
-  private raw(data: Uint8Array): void {
-    for (let done = 0; done < data.length; ) done += writeSync(this.fd, data, done, data.length - done, this.written + done);
-    this.written += data.length;
-  }
-
-  /** Writes `data` at `pos` (outside the sequence). */
-  at(pos: number, data: Uint8Array): void {
-    for (let done = 0; done < data.length; ) done += writeSync(this.fd, data, done, data.length - done, pos + done);
-  }
-
-  close(): void {
-    closeSync(this.fd);
-  }
 }
 
 /**
- * The new pack as the scan needs it: each entry's offset and idx position, in pack order (from
- * the `.rev` when there is one). 8 bytes per entry under 4 GiB: this runs at the rewrite's
- * memory peak on git.git.
+ * The output `open` makes, with the entries `sel` marks sent to the destination `start` makes
+ * as they are written (see ChangedTee): the trailer goes once the last entry is written, and
+ * `dest.end` gets, by rank of the new index, the whole objects sent.
  */
-function packOrder(w: { idxPath: string; revPath: string | undefined }, algo: HashAlgo, count: number): { offsets: Uint32Array | Float64Array; position: Uint32Array } {
-  const len = algo.len;
-  const fd = openSync(w.idxPath, 'r');
-  let small: Buffer;
-  let large: Buffer;
+export function withChangedCheck(open: () => RewriteOutput, sel: Uint8Array, algo: HashAlgo, start: () => ChangedDestination): RewriteOutput {
+  const dest = start();
+  let inner: RewriteOutput;
   try {
-    // idx v2: header and fanout, ids, CRC32s, 32-bit offsets, then the 64-bit ones.
-    const at = 8 + 1024 + count * (len + 4);
-    small = readExactly(fd, w.idxPath, at, count * 4);
-    large = readExactly(fd, w.idxPath, at + count * 4, Math.max(0, fstatSync(fd).size - at - count * 4 - 2 * len));
-  } finally {
-    closeSync(fd);
+    inner = open();
+  } catch (e) {
+    dest.abort();
+    throw e;
   }
-  const offsetOf = (j: number): number => {
-    const o = small.readUInt32BE(j * 4);
-    if ((o & 0x80000000) === 0) return o;
-    const k = (o & 0x7fffffff) * 8;
-    if (k + 8 > large.length) throw new GitError('verify-failed', `${w.idxPath}: a 64-bit offset past the table at entry ${j}`);
-    return large.readUInt32BE(k) * 0x100000000 + large.readUInt32BE(k + 4);
-  };
-  let position: Uint32Array;
-  if (w.revPath !== undefined) {
-    const rv = readFileSync(w.revPath);
-    position = new Uint32Array(count);
-    for (let r = 0; r < count; r++) position[r] = rv.readUInt32BE(REV_HEADER + r * 4);
-  } else {
-    const byPosition = new Float64Array(count);
-    for (let j = 0; j < count; j++) byPosition[j] = offsetOf(j);
-    position = packOrderFromOffsets(byPosition);
-  }
-  const offsets = large.length === 0 ? new Uint32Array(count) : new Float64Array(count);
-  for (let r = 0; r < count; r++) {
-    const j = position[r]!;
-    if (j >= count) throw new GitError('verify-failed', `${w.revPath ?? w.idxPath}: an entry out of range at ${r}`);
-    offsets[r] = offsetOf(j);
-    if (r > 0 && offsets[r]! <= offsets[r - 1]!) throw new GitError('verify-failed', `${w.revPath ?? w.idxPath}: entries not in pack order at ${r}`);
-  }
-  return { offsets, position };
-}
-
-function readExactly(fd: number, path: string, at: number, bytes: number, into?: Buffer): Buffer {
-  const buf: Buffer = (into ?? Buffer.allocUnsafe(bytes)).subarray(0, bytes);
-  for (let done = 0; done < bytes; ) {
-    const n = readSync(fd, buf, done, bytes - done, at + done);
-    if (n === 0) throw new GitError('verify-failed', `${path}: ends before offset ${at + bytes}`);
-    done += n;
-  }
-  return buf;
-}
-
-/** The pack-order rank of the entry at `offset` (sorted `offsets`), or -1. */
-function rankAt(offsets: Uint32Array | Float64Array, offset: number, below: number): number {
-  let lo = 0;
-  let hi = below - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const v = offsets[mid]!;
-    if (v === offset) return mid;
-    if (v < offset) lo = mid + 1;
-    else hi = mid - 1;
-  }
-  return -1;
-}
-
-/**
- * Writes `out`, a pack of the entries of the new pack whose bytes the rewrite wrote anew, for
- * `git index-pack` to read back (`validateChangedPack`): each whole object as it is (git inflates
- * it and hashes it to its id), each delta as a blob of its own data (git inflates every byte of
- * it and checks its declared size, without resolving the chain: resolving git.git's tree deltas
- * means hashing 5.8 GB of trees). The entries' zlib bytes are copied as they are in the new
- * pack: what git reads is what will be installed. One sequential read of the new pack; memory
- * ~14 bytes per entry (git.git: 12 MB), the new index is never held.
- */
-export function writeChangedPack(w: { packPath: string; idxPath: string; revPath: string | undefined; count: number }, algo: HashAlgo, sel: ChangedSelection, outPath: string): ChangedPack {
-  const len = algo.len;
-  const n = w.count;
-  const { offsets, position } = packOrder(w, algo, n);
-  const loose = sortedLoose(sel.looseIds, len);
-  const typeAt = new Uint8Array(n); // by rank
-  const whole = new Uint8Array(n); // by idx position
-  let wholeCount = 0;
   let count = 0;
-  const out = new Out(outPath);
-  const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  const pack = openSync(w.packPath, 'r');
-  const dataEnd = fstatSync(pack).size - len;
-  const chunk = Buffer.allocUnsafe(CHUNK);
-  let chunkStart = 0;
-  let chunkLen = 0;
-  const idAt = Buffer.allocUnsafe(len);
-  const idxFd = loose.length > 0 ? openSync(w.idxPath, 'r') : -1;
-  try {
-    const head = encodePackHeader(0);
-    out.put(head, 0, head.length);
-    for (let r = 0; r < n; r++) {
-      const off = offsets[r]!;
-      const end = r + 1 < n ? offsets[r + 1]! : dataEnd;
-      if (end > dataEnd || end <= off) throw corrupt('verify-failed', w.packPath, off, 'entry out of range', 'new pack');
-      let raw: Buffer;
-      // An entry over a chunk: its first chunk only, the rest copied a chunk at a time (issue 21).
-      if (end - off > CHUNK) {
-        raw = readExactly(pack, w.packPath, off, CHUNK, chunk);
-        chunkStart = off;
-        chunkLen = CHUNK;
-      } else {
-        if (off < chunkStart || end > chunkStart + chunkLen) {
-          chunkStart = off;
-          chunkLen = Math.min(CHUNK, dataEnd - off);
-          readExactly(pack, w.packPath, off, chunkLen, chunk);
-        }
-        raw = chunk.subarray(off - chunkStart, end - chunkStart);
-      }
-      const h = parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, w.packPath, off);
-      let type: number = h.type;
-      if (type === OBJ_OFS_DELTA) type = typeAt[rankAt(offsets, off - h.baseDistance, r)] ?? 0;
-      else if (type === OBJ_REF_DELTA) type = 0; // the rewrite writes OFS_DELTA only
-      if (!isBaseType(type)) throw corrupt('verify-failed', w.packPath, off, 'a delta whose base is not before it', 'new pack');
-      typeAt[r] = type;
-      const j = position[r]!;
-      const isWhole = isBaseType(h.type);
-      let take = sel.types.has(type) || (isWhole && sel.allWhole);
-      if (!take && isWhole && loose.length > 0) {
-        readExactly(idxFd, w.idxPath, 8 + 1024 + j * len, len, idAt);
-        take = contains(loose, idAt, 0, len);
-      }
-      if (!take) continue;
-      out.put(hdr, 0, encodeEntryHeader(isWhole ? h.type : OBJ_BLOB, h.size, hdr, 0));
-      out.put(raw, h.headerLen, raw.length);
-      for (let p = off + raw.length; p < end; p += CHUNK) {
-        out.put(readExactly(pack, w.packPath, p, Math.min(CHUNK, end - p), chunk), 0, Math.min(CHUNK, end - p));
-        chunkLen = 0; // (the chunk now holds a piece of this entry)
-      }
-      if (isWhole) {
-        whole[j] = 1;
-        wholeCount++;
-      }
-      count++;
-    }
-    out.flush();
-    out.at(0, encodePackHeader(count));
-    out.at(out.written, hashFile(outPath, out.written, algo));
-  } finally {
-    out.close();
-    closeSync(pack);
-    if (idxFd >= 0) closeSync(idxFd);
-  }
-  return { count, whole, wholeCount, bytes: out.written + len };
-}
-
-/** The hash of a file's first `size` bytes (a pack's trailer). */
-function hashFile(path: string, size: number, algo: HashAlgo): Buffer {
-  const h = algo.create();
-  const fd = openSync(path, 'r');
-  const buf = Buffer.allocUnsafe(1 << 20);
-  try {
-    for (let pos = 0; pos < size; ) {
-      const n = readSync(fd, buf, 0, Math.min(buf.length, size - pos), pos);
-      if (n === 0) throw new GitError('io', `${path}: shorter than written`);
-      h.update(buf.subarray(0, n));
-      pos += n;
-    }
-  } finally {
-    closeSync(fd);
-  }
-  return h.digest();
-}
-
-function sortedLoose(ids: Buffer[], len: number): Buffer {
-  if (ids.length === 0) return Buffer.alloc(0);
-  const all = Buffer.concat(ids);
-  const out = Buffer.allocUnsafe(all.length);
-  sortIds(all, ids.length, len).forEach((i, r) => all.copy(out, r * len, i * len, (i + 1) * len));
-  return out;
-}
-
-/** Is the id at `pos` of `buf` in sorted `ids`? */
-function contains(ids: Buffer, buf: Buffer, pos: number, len: number): boolean {
-  let lo = 0;
-  let hi = ids.length / len;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    const c = ids.compare(buf, pos, pos + len, mid * len, (mid + 1) * len);
-    if (c === 0) return true;
-    if (c < 0) lo = mid + 1;
-    else hi = mid;
-  }
-  return false;
+  for (let s = 0; s < sel.length; s++) if (sel[s] !== 0) count++;
+  const tee = new ChangedTee(inner.sink, sel, count, algo, dest);
+  return {
+    sink: tee,
+    writes: inner.writes,
+    ready: () => dest.ready(),
+    complete(makeIndex) {
+      tee.end();
+      return inner.complete(() => {
+        const index = makeIndex();
+        const whole = new Uint8Array(index.count);
+        for (let r = 0; r < index.count; r++) whole[r] = sel[index.sorted[r]!] === 2 ? 1 : 0;
+        dest.end({ count, whole });
+        return index;
+      });
+    },
+  };
 }
 
 /**
@@ -332,4 +224,14 @@ class IdReader {
   close(): void {
     closeSync(this.fd);
   }
+}
+
+function readExactly(fd: number, path: string, at: number, bytes: number, into?: Buffer): Buffer {
+  const buf: Buffer = (into ?? Buffer.allocUnsafe(bytes)).subarray(0, bytes);
+  for (let done = 0; done < bytes; ) {
+    const n = readSync(fd, buf, done, bytes - done, at + done);
+    if (n === 0) throw new GitError('verify-failed', `${path}: ends before offset ${at + bytes}`);
+    done += n;
+  }
+  return buf;
 }

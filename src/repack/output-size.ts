@@ -33,14 +33,16 @@ export function outputBound(plan: Plan): number {
  * About the size of the pack and its index, for the free-space check: an entry copied or
  * deflated anew at its length (a level other than 0 changes it little), one stored anew (level
  * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
+ * `changed` (by slot) gets a 1 for each entry that may be written with new bytes.
  */
-export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY, reencodeStreams: (s: number) => boolean = () => false): number {
+export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY, reencodeStreams: (s: number) => boolean = () => false, changed?: Uint8Array): number {
   let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
   for (let k = 0; k < plan.n; k++) {
     const s = plan.outOrder[k]!;
     const pi = plan.srcPack[s]!;
     const j = plan.srcIdx[s]!;
     if (pi === plan.looseMark) {
+      if (changed !== undefined) changed[s] = 1;
       bytes += MAX_ENTRY_HEADER + (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })?.size ?? 0);
       continue;
     }
@@ -50,10 +52,12 @@ export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncodin
     if (isDirect(plan, s) || (b >= 0 && outType[b] === 0)) {
       if (len > maxHeld) refuseLarge(plan, pi, j, len, maxHeld);
       outType[s] = 0;
+      if (changed !== undefined) changed[s] = 1; // (written whole, or re-encoded once its type is known: taken either way)
       bytes += MAX_ENTRY_HEADER + len;
       continue;
     }
     const { copy, level } = classify(s);
+    if (changed !== undefined && !copy) changed[s] = 1;
     if (len > maxHeld && !(copy && plan.input.packs[pi]!.idx.hasCrcs) && (copy || !reencodeStreams(s))) refuseLarge(plan, pi, j, len, maxHeld);
     bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
   }

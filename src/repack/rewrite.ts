@@ -23,10 +23,13 @@ import { outputBound, outputEstimate } from './output-size.js';
 import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode } from './streamed.js';
 import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
+import { withChangedCheck } from './changed-pack.js';
+import type { RewriteOptions, RewriteResult } from './options.js';
 
 export type { PartitionInput } from './plan.js';
 export type { WrittenPack, ZpackOutput } from './sink.js';
 export type { RewriteStats, TypeCounts } from './stats.js';
+export type { RewriteOptions, RewriteResult } from './options.js';
 export { MAX_HELD_ENTRY } from './output-size.js';
 
 /** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
@@ -46,45 +49,6 @@ const SPARE_BUFFERS = 2;
  * a time, not one per stage of the pipeline (normal batches never come near it).
  */
 const INFLIGHT_BYTES = 16 << 20;
-
-export interface RewriteOptions {
-  zpack?: ZpackOutput | undefined;
-  algo: HashAlgo;
-  levels: Levels;
-  /** Level of entries that `auto` decides to compress, and of what `keep` must compress anew. */
-  autoFallback?: number | undefined;
-  /** The `auto` rule (DEFAULT_AUTO_RULE unless a benchmark tries another). */
-  autoRule?: AutoRule | undefined;
-  /** Reads objects from any pack or loose file (for deltas whose base is not in the output). */
-  odb: ObjectDatabase;
-  /** Objects that stay elsewhere (kept or cruft packs): not packed again. */
-  excluded: (id: Uint8Array, pos: number) => boolean;
-  dryRun: boolean;
-  /** Temporary file names for the pack, idx and rev (in objects/pack). */
-  tmp: { pack: string; idx: string; rev: string };
-  writeRev: boolean;
-  onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
-  signal?: AbortSignal | undefined;
-  /**
-   * Write nothing when the result would be the one source pack byte for byte (the caller
-   * knows its other files, such as the `.rev`, need nothing either); `unchanged` says so.
-   */
-  skipIfUnchanged?: boolean | undefined;
-  threads?: number | undefined; // forced worker threads (`forcedThreads`); else as the work deserves
-  /** The largest entry held whole (MAX_HELD_ENTRY unless a test lowers it). */
-  maxHeldEntry?: number | undefined;
-  /**
-   * Objects of a zstd pack larger than this (core.bigFileThreshold, for zstd-import) are
-   * decompressed, hashed and deflated a chunk at a time, never held.
-   */
-  streamAbove?: number | undefined;
-}
-
-export interface RewriteResult {
-  stats: RewriteStats;
-  written: WrittenPack | undefined;
-  unchanged?: boolean;
-}
 
 /**
  * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
@@ -184,8 +148,9 @@ class PartitionRewrite {
       return { stats: this.stats, written: undefined, unchanged: true };
     }
     const { stats } = this;
-    // Room for the new pack beside the old one, asked before a byte of it is written.
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts)), 'the new pack');
+    // Room for the new pack beside the old one, asked before a byte of it is written; which entries get new bytes.
+    const changed = opts.changedCheck !== undefined && !opts.dryRun && opts.zpack === undefined ? new Uint8Array(plan.n) : undefined;
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts), changed), 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read.
@@ -194,7 +159,7 @@ class PartitionRewrite {
     const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
     let output: RewriteOutput;
     try {
-      output = this.openOutput(pool.threads > 0);
+      output = this.openOutput(pool.threads > 0, changed);
     } catch (e) {
       await pool.close();
       throw e;
@@ -239,11 +204,13 @@ class PartitionRewrite {
     return kept;
   }
 
-  private openOutput(threads: boolean): RewriteOutput {
+  /** Where the entries go; those `changed` marks also to git, as they are written (changed-pack.ts). */
+  private openOutput(threads: boolean, changed: Uint8Array | undefined): RewriteOutput {
     const { opts, plan } = this;
     if (opts.dryRun) return dryRunOutput();
     if (opts.zpack !== undefined) return zpackOutput({ path: opts.tmp.pack, algo: opts.algo, count: plan.n, zout: opts.zpack, outCrc: this.outCrc });
-    return gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
+    const pack = (): RewriteOutput => gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
+    return changed?.includes(1) === true ? withChangedCheck(pack, changed, opts.algo, opts.changedCheck!) : pack();
   }
 
   /** What happens to a pack entry: its type, its encoding (encoding.ts), and whether a re-encode may keep it. */
@@ -337,6 +304,7 @@ class PartitionRewrite {
         throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ?? corrupt(code, e.file, e.offset, e.message);
       }
       await this.writeBatch(output.sink, b, r);
+      await output.ready?.();
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);
       // A large one (an entry re-encoded whole) goes now, not at V8's next full collection.
       else releaseNow(new Uint8Array(r.buf));

@@ -18,6 +18,8 @@ export interface RewriteOutput {
   readonly writes: boolean;
   /** `index` is called once the pack is complete (the writer's memory gone before the index's is made). */
   complete(index: () => NewIndex): Promise<{ written: WrittenPack; bytesOut: number }>;
+  /** Undefined, or a promise to wait for before more is written (what the output sends on is not read yet). */
+  ready?(): Promise<void> | undefined;
 }
 
 /** The new pack's index, by id rank, and what ties ranks to the pack's order. */

@@ -1,4 +1,4 @@
-import { killOnSignal } from '../cleanup.js';
+import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { KilledBySignal } from '../cleanup.js';
 
@@ -61,29 +61,85 @@ function onlyMissingObjects(output: string, hexLen: number): boolean {
   return lines.length > 0 && lines.every((l) => patterns.some((p) => p.test(l)));
 }
 
+/** What git index-pack --stdin holds of ours, at most, before we wait for it to read. */
+const UNREAD_LIMIT = 4 << 20;
+
+/** A `git index-pack --stdin` that reads a pack as we write it (`indexPackStream`). */
+export interface IndexPackStream {
+  /** Sends `chunk`, which is git's from now on; once git has stopped reading, nothing more is sent. */
+  write(chunk: Buffer): void;
+  /** Undefined, or a promise that resolves once git has read all but a few MiB of what was sent. */
+  ready(): Promise<void> | undefined;
+  /** Everything is sent. */
+  end(): void;
+  /** The writing failed: git is stopped. */
+  kill(): void;
+  /** git's exit: ok, or what it said. */
+  result: Promise<{ ok: boolean; output: string }>;
+}
+
 /**
- * `git index-pack` on the pack of changed entries (`writeChangedPack`), writing its index to
- * `idxOut`; runs beside our own proof. Objects are looked up in `emptyObjectsDir` only (nothing
- * there: git does not compare each object with the copy it already has, and a partial clone
- * fetches nothing). Not `--fsck-objects`: git 2.39 then requires every `.gitattributes` and
- * `.gitmodules` blob a tree names, which that pack does not hold (and a partial clone may not).
+ * `git index-pack --stdin` on the pack of changed entries, sent while the rewrite writes them
+ * (`ChangedTee`): git copies it to `packOut` and writes its index to `idxOut`. Objects are looked
+ * up in `emptyObjectsDir` only (nothing there: git does not compare each object with the copy it
+ * already has, and a partial clone fetches nothing). Not `--fsck-objects`: git 2.39 then requires
+ * every `.gitattributes` and `.gitmodules` blob a tree names, which that pack does not hold (and a
+ * partial clone may not). Nothing of it is kept, so git need not fsync it (`core.fsync=none`).
  */
-export function indexPackCheck(gitDir: string, packPath: string, idxOut: string, emptyObjectsDir: string, env: NodeJS.ProcessEnv): Promise<{ ok: boolean; output: string }> {
+export function indexPackStream(gitDir: string, packOut: string, idxOut: string, emptyObjectsDir: string, env: NodeJS.ProcessEnv): IndexPackStream {
   // Version 2 whatever pack.indexVersion says: `wholeNotIndexed` reads it.
-  const args = ['index-pack', '--index-version=2', '--no-rev-index', '-o', idxOut, packPath];
-  return new Promise((resolve, reject) => {
-    const child = killOnSignal(spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['ignore', 'pipe', 'pipe'] }));
-    const out: Buffer[] = [];
-    let bytes = 0;
-    const keep = (b: Buffer): void => {
-      if (bytes < 1 << 20) out.push(b);
-      bytes += b.length;
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    child.on('error', (e) => resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }));
-    child.on('close', (code, signal) => (signal !== null ? reject(new KilledBySignal('git index-pack', signal)) : resolve({ ok: code === 0, output: Buffer.concat(out).toString('utf8').trim() })));
+  const args = ['-c', 'core.fsync=none', '-c', 'core.fsyncObjectFiles=false', 'index-pack', '--stdin', '--index-version=2', '--no-rev-index', '-o', idxOut, packOut];
+  const child = killOnSignal(spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['pipe', 'pipe', 'pipe'] }));
+  const out: Buffer[] = [];
+  let bytes = 0;
+  const keep = (b: Buffer): void => {
+    if (bytes < 1 << 20) out.push(b);
+    bytes += b.length;
+  };
+  child.stdout.on('data', keep);
+  child.stderr.on('data', keep);
+  // git stopped reading (it found a problem, or could not start): its exit says why.
+  let closed = false;
+  const pipeClosed = pipeToChild();
+  child.stdin.on('error', () => (closed = true));
+  child.stdin.on('close', () => {
+    closed = true;
+    pipeClosed();
   });
+  const result = new Promise<{ ok: boolean; output: string }>((resolve, reject) => {
+    child.on('error', (e) => resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }));
+    child.on('close', (code, signal) => {
+      if (signal !== null && !stopped) reject(new KilledBySignal('git index-pack', signal));
+      else resolve({ ok: code === 0, output: stopped ? 'stopped' : Buffer.concat(out).toString('utf8').trim() });
+    });
+  });
+  let stopped = false;
+  return {
+    write: (chunk) => {
+      if (!closed) child.stdin.write(chunk);
+    },
+    ready: () => {
+      if (closed || child.stdin.writableLength <= UNREAD_LIMIT) return undefined;
+      return new Promise((resolve) => {
+        const done = (): void => {
+          child.stdin.off('drain', done);
+          child.stdin.off('close', done);
+          resolve();
+        };
+        child.stdin.on('drain', done);
+        child.stdin.on('close', done);
+      });
+    },
+    end: () => {
+      if (!closed) child.stdin.end();
+    },
+    kill: () => {
+      closed = true;
+      stopped = true;
+      child.kill('SIGKILL');
+    },
+    result,
+  };
 }
 
 /** The complaints of git fsck that name a missing object, and where the id is in each. */
