@@ -405,7 +405,8 @@ export function newIndex(plan: Plan, outOffset: Offsets, outCrc: Uint32Array): N
     count: n,
     copyId: (r, out, pos) => {
       idOf(plan, sorted[r]!, ref);
-      out.set(ref.buf.subarray(ref.pos, ref.pos + len), pos);
+      const { buf, pos: at } = ref;
+      for (let i = 0; i < len; i++) out[pos + i] = buf[at + i]!; // (no view of each id)
     },
     offset: (r) => outOffset[sorted[r]!]!,
     crc: (r) => outCrc[sorted[r]!]!,
