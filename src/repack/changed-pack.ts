@@ -18,8 +18,8 @@ import type { RewriteOutput } from './sink.js';
  * whose CRC32s our proof then holds the file on disk against.
  */
 export interface ChangedDestination {
-  /** Takes `chunk` (the destination's from now on). */
-  write(chunk: Buffer): void;
+  /** Takes `chunk`, the destination's until it calls `taken` (then it may be filled again). */
+  write(chunk: Buffer, taken?: () => void): void;
   /** Undefined, or a promise that resolves once the destination has room again. */
   ready(): Promise<void> | undefined;
   /** Everything is sent: what git must give back. */
@@ -44,7 +44,9 @@ const PIECE = 256 << 10;
  * trailer. `sel[slot]` becomes 2 for a whole object sent.
  */
 class ChangedTee implements PackSink {
-  private piece = Buffer.allocUnsafe(PIECE);
+  private piece: Buffer = Buffer.allocUnsafe(PIECE);
+  /** Pieces git has taken, to be filled again (a fresh one each time was 40 MiB more peak on git.git, waiting for V8's collector). */
+  private readonly spare: Buffer[] = [];
   private used = 0;
   private sending = false;
   private sent = 0;
@@ -112,10 +114,11 @@ class ChangedTee implements PackSink {
 
   private handOn(): void {
     if (this.used === 0) return;
-    const done = this.piece.subarray(0, this.used);
+    const full = this.piece;
+    const done = full.subarray(0, this.used);
     this.hash.update(done);
-    this.dest.write(done);
-    this.piece = Buffer.allocUnsafe(PIECE);
+    this.dest.write(done, () => this.spare.push(full));
+    this.piece = this.spare.pop() ?? Buffer.allocUnsafe(PIECE);
     this.used = 0;
   }
 }

@@ -66,8 +66,11 @@ const UNREAD_LIMIT = 4 << 20;
 
 /** A `git index-pack --stdin` that reads a pack as we write it (`indexPackStream`). */
 export interface IndexPackStream {
-  /** Sends `chunk`, which is git's from now on; once git has stopped reading, nothing more is sent. */
-  write(chunk: Buffer): void;
+  /**
+   * Sends `chunk`, which is git's until `taken` is called (once it is in the pipe, or will never
+   * be); once git has stopped reading, nothing more is sent.
+   */
+  write(chunk: Buffer, taken?: () => void): void;
   /** Undefined, or a promise that resolves once git has read all but a few MiB of what was sent. */
   ready(): Promise<void> | undefined;
   /** Everything is sent. */
@@ -115,8 +118,9 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
   });
   let stopped = false;
   return {
-    write: (chunk) => {
-      if (!closed) child.stdin.write(chunk);
+    write: (chunk, taken) => {
+      if (!closed) child.stdin.write(chunk, () => taken?.());
+      else taken?.();
     },
     ready: () => {
       if (closed || child.stdin.writableLength <= UNREAD_LIMIT) return undefined;
