@@ -77,7 +77,7 @@ export interface IndexPackStream {
   end(): void;
   /** The writing failed: git is stopped. */
   kill(): void;
-  /** git's exit: ok, or what it said. */
+  /** git's exit: ok, or what it said (the pipe no longer counts as open from then on, `pipeToChild`). */
   result: Promise<{ ok: boolean; output: string }>;
 }
 
@@ -105,10 +105,7 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
   let closed = false;
   const pipeClosed = pipeToChild();
   child.stdin.on('error', () => (closed = true));
-  child.stdin.on('close', () => {
-    closed = true;
-    pipeClosed();
-  });
+  const stdinClosed = new Promise<void>((res) => child.stdin.on('close', () => res(void (closed = true))));
   const result = new Promise<{ ok: boolean; output: string }>((resolve, reject) => {
     child.on('error', (e) => resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }));
     child.on('close', (code, signal) => {
@@ -117,6 +114,20 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
     });
   });
   let stopped = false;
+  // A SIGPIPE from a write into the pipe is raised during the write and handled at a later turn
+  // of the event loop: the pipe counts as open until git's exit and the pipe's end have been seen
+  // (no write after that) and a turn has passed. A run that stops git (kill) leaves it open: it
+  // is ending anyway.
+  const afterwards = <T>(then: () => T): Promise<T> => stdinClosed.then(() => new Promise<T>((res) => setImmediate(() => res(then()))));
+  const settled: Promise<{ ok: boolean; output: string }> = result.then(
+    (r) => afterwards(() => (stopped || pipeClosed(), r)),
+    (e: unknown) =>
+      afterwards(() => {
+        pipeClosed();
+        throw e;
+      }),
+  );
+  settled.catch(() => undefined);
   return {
     write: (chunk, taken) => {
       if (!closed) child.stdin.write(chunk, () => taken?.());
@@ -142,7 +153,7 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
       stopped = true;
       child.kill('SIGKILL');
     },
-    result,
+    result: settled,
   };
 }
 
