@@ -52,17 +52,23 @@ export function scanPack(
     onBytes?: (bytes: Buffer) => void;
     /** Read only each entry's head where the rest is not needed (no CRC32 check, no `onBytes`). */
     headsOnly?: boolean;
+    /**
+     * Leave `headerLen`, `block` and `flevel` empty (zero-length): for a caller that needs only
+     * types, sizes and bases (verify: 3 bytes an object, 7 MiB of 2.4 M objects).
+     */
+    lean?: boolean;
   },
 ): PackScan {
   const n = pack.count;
+  const census = opts.lean === true ? 0 : n;
   const scan: PackScan = {
     type: new Uint8Array(n),
     size: new Uint32Array(n),
-    headerLen: new Uint8Array(n),
+    headerLen: new Uint8Array(census),
     parent: new Int32Array(n).fill(BROKEN),
     externalBase: new Map(),
-    block: new Uint8Array(n),
-    flevel: new Uint8Array(n),
+    block: new Uint8Array(census),
+    flevel: new Uint8Array(census),
   };
   const idx = pack.idx;
   const checkCrc = opts.checkCrc && idx.hasCrcs;
@@ -99,16 +105,7 @@ export function scanPack(
     scan.type[j] = h.type;
     if (h.size > 0xffffffff && scan.size instanceof Uint32Array) scan.size = Float64Array.from(scan.size);
     scan.size[j] = h.size;
-    scan.headerLen[j] = h.headerLen;
-    const z0 = zstd ? undefined : raw[h.headerLen];
-    const z1 = raw[h.headerLen + 1];
-    const z2 = raw[h.headerLen + 2];
-    if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {
-      scan.block[j] = BLOCK_NOT_ZLIB;
-    } else {
-      scan.flevel[j] = z1 >> 6;
-      scan.block[j] = firstBlockCode(scan.flevel[j]!, z2, dataLen, h.size);
-    }
+    if (census > 0) zlibCensus(scan, j, raw, h.headerLen, dataLen, h.size, zstd);
     if (h.type === OBJ_OFS_DELTA) {
       const b = pack.positionOf(off - h.baseDistance);
       if (b < 0) {
@@ -128,6 +125,20 @@ export function scanPack(
     }
   }, undefined, opts.onBytes, opts.headsOnly === true && !checkCrc && !opts.onBytes ? 'head' : 'stream');
   return scan;
+}
+
+/** Entry `j`'s header length and what its zlib stream starts with (the rewrite's plan and inspect read them). */
+function zlibCensus(scan: PackScan, j: number, raw: Buffer, headerLen: number, dataLen: number, size: number, zstd: boolean): void {
+  scan.headerLen[j] = headerLen;
+  const z0 = zstd ? undefined : raw[headerLen];
+  const z1 = raw[headerLen + 1];
+  const z2 = raw[headerLen + 2];
+  if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {
+    scan.block[j] = BLOCK_NOT_ZLIB;
+  } else {
+    scan.flevel[j] = z1 >> 6;
+    scan.block[j] = firstBlockCode(scan.flevel[j]!, z2, dataLen, size);
+  }
 }
 
 /**
