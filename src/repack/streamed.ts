@@ -42,15 +42,18 @@ export function sourceEntry(plan: Plan, s: number, srcHeader: Buffer): SourceEnt
 }
 
 /**
- * Whether entry `s`, a whole object to re-encode into a git pack (not a zstd pack: `zpack`), is
- * re-encoded a chunk at a time: from a zlib pack when its entry is over a chunk, from a zstd
- * pack when the object is over `streamAbove` (its frame may be a few KiB).
+ * Whether entry `s`, to re-encode, is re-encoded a chunk at a time. Into a git pack, a whole
+ * object: from a zlib pack when its entry is over a chunk, from a zstd pack when the object is
+ * over `streamAbove` (its frame may be a few KiB). Into a zstd pack (`zpack`, the export), any
+ * entry of a zlib pack whose data (the object, or a delta) is over a chunk: `zstdStreaming`.
  */
 export function streamsReencode(plan: Plan, s: number, o: { zpack?: unknown; streamAbove?: number | undefined }): boolean {
   const pi = plan.srcPack[s]!;
   const j = plan.srcIdx[s]!;
-  if (o.zpack !== undefined || !isBaseType(typeOf(plan, pi, j))) return false;
-  if (!plan.input.packs[pi]!.isZpack) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
+  const zsrc = plan.input.packs[pi]!.isZpack;
+  if (o.zpack !== undefined) return !zsrc && plan.scans[pi]!.size[j]! > STREAM_CHUNK;
+  if (!isBaseType(typeOf(plan, pi, j))) return false;
+  if (!zsrc) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
   return o.streamAbove !== undefined && plan.scans[pi]!.size[j]! > o.streamAbove;
 }
 
@@ -105,7 +108,7 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   const { pack, j, off } = e;
   const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
-  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, size, zstd, bad, put, tap);
+  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, false, size, zstd, bad, put, tap);
   let level = enc.level;
   if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
   begin();
@@ -127,8 +130,94 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
 }
 
-/** An object's bytes, a piece at a time, into `put` (and `tap`), every check of its source entry made. */
-async function sourceObject(e: SourceEntry, type: number, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> {
+/** Where a zstd pack's entry goes (the export): the output's codec, its level and the entry's dictionary. */
+export interface ZstdTarget {
+  codec: ZstdCodec;
+  level: number;
+  dict: number;
+}
+
+/**
+ * An entry of a zlib pack re-encoded into a zstd pack a chunk at a time (the export; git streams
+ * a blob above core.bigFileThreshold): inflated as it is read, CRC'd, hashed and compressed into
+ * one zstd frame as it goes; the frame written is decompressed again as it goes. As for an entry
+ * held whole, the frame is written only when shorter than the data, else the data plain (a reader
+ * tells them apart by length: docs/zstd-pack-format.md), so its length is measured first
+ * (`framesShorter`). At the end the CRC32 must be the old index's, and the bytes read and those
+ * the frame decompresses to must hash alike: to the object's id for a whole object, to each
+ * other for a delta (whose chain ends in `type`; `size` is its data's length).
+ */
+export async function zstdStreaming(e: SourceEntry, type: number, delta: boolean, size: number, out: ZstdTarget, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+  const { pack, j, off } = e;
+  const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
+  const dataHash = (): Hash => (delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size)));
+  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> => sourceObject(e, type, delta, size, noZstdSource, bad, (piece) => Promise.resolve(put(piece)), tap);
+  const framed = out.level !== 0 && (await framesShorter(out, size, source));
+  begin();
+  const read = dataHash();
+  if (!framed) {
+    // Stored plain (a type at level 0, or data zstd does not make smaller): exactly as long as the data.
+    await source(append, read);
+  } else {
+    const back = dataHash();
+    const writer = out.codec.frameWriter(out.level, out.dict, STREAM_CHUNK);
+    const check = out.codec.frameReader(out.dict, STREAM_CHUNK, true);
+    let len = 0;
+    const put = (frame: Iterable<Buffer>): void => {
+      for (const f of frame) {
+        len += f.length;
+        append(f);
+        for (const o of check.feed(f)) back.update(o);
+      }
+    };
+    await source((piece) => put(writer.feed(piece)), read);
+    put(writer.end());
+    if (len >= size || !check.ended() || !back.digest().equals(read.copy().digest())) throw bad('entry re-encoded does not decompress to the same bytes', 'verify-failed');
+  }
+  const got = read.digest();
+  if (!delta && !got.equals(pack.idx.idAt(j))) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(pack.idx.idAt(j))}`);
+}
+
+/** Stops a first reading of an entry early (what it had to tell is known). */
+const ENOUGH = new Error('enough read');
+
+/**
+ * Whether the frame of data of `size` bytes (given by `source`) is shorter than the data: it is
+ * compressed and counted, not written. It stops as soon as the frame so far and the longest that
+ * the rest can add (zstd's bound, with up to two blocks consumed but not yet out) come under
+ * `size`: compressible data is read only in part (1% of it when it halves); incompressible data
+ * is read to the end, and then stored plain. The same bytes give the same frame again.
+ */
+async function framesShorter(out: ZstdTarget, size: number, source: (put: (piece: Buffer) => void) => Promise<void>): Promise<boolean> {
+  const writer = out.codec.frameWriter(out.level, out.dict, STREAM_CHUNK);
+  let fed = 0;
+  let len = 0;
+  try {
+    await source((piece) => {
+      fed += piece.length;
+      for (const f of writer.feed(piece)) len += f.length;
+      if (len + out.codec.bound(size - fed + PENDING) < size) throw ENOUGH;
+    });
+  } catch (err) {
+    if (err === ENOUGH) return true;
+    throw err;
+  }
+  for (const f of writer.end()) len += f.length;
+  return len < size;
+}
+
+/** Input zstd may hold without having written it out: two blocks of 128 KiB. */
+const PENDING = 256 << 10;
+
+function noZstdSource(): ZstdCodec {
+  throw new GitError('unsupported', 'a zstd pack is not streamed into another');
+}
+
+/**
+ * An entry's data (an object's bytes, or a delta's when `delta`, whose chain ends in `type`), a
+ * piece at a time, into `put` (and `tap`), every check of its source entry made.
+ */
+async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> {
   const { pack, j, off, end, srcHeader } = e;
   let crc = crc32(srcHeader);
   let got = 0;
@@ -149,11 +238,12 @@ async function sourceObject(e: SourceEntry, type: number, size: number, zstd: ()
     if (pack.isZpack) {
       // In a zstd pack, data as long as the object is the object itself (stored plain).
       const plain = end - off - srcHeader.length === size;
-      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT, STREAM_CHUNK);
+      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK);
       for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
       if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
     } else await inflatePieces(reads(), emit, end - off - srcHeader.length);
   } catch (err) {
+    if (err === ENOUGH) throw err;
     if (err instanceof GitError && err.file === undefined) throw bad(err.message);
     if (!(err instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`);
     throw err;
