@@ -89,23 +89,19 @@ describe('the zstd export of entries over 1 MiB', () => {
     }
   }, 60_000);
 
-  it('a 64 MiB blob: the export stays under a multiple of it', () => {
-    const src = makeRepo([text('big', 64 * MiB)], 1);
+  it('a 48 MiB blob: the export stays under a multiple of it (the round trip: the test above)', () => {
+    const src = makeRepo([text('big', 48 * MiB)], 1);
     const zpack = path.join(tmpDir(), 'out.zpack');
     const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--zstd', '--graph-compression=0', '-q', '-o', zpack], { cwd: src, encoding: 'utf8', env: gitEnv() });
     const lines = r.stderr.trim().split('\n');
     const kib = Number(lines.pop());
     expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
-    expect(fs.statSync(zpack).size).toBeLessThan(48 * MiB);
+    expect(fs.statSync(zpack).size).toBeLessThan(36 * MiB);
     // Node, its tables and zstd's level-10 context take ~90 MiB. Held whole (the build before),
     // the export took about 4 times the blob more; streamed, the writing adds a few MiB, and what
     // is left (about twice the blob) is the read-back: verify.ts holds an object of a zstd pack
     // whole, its frame and its bytes (docs/benchmarks.md §8).
-    expect(kib).toBeLessThan(90 * 1024 + 3 * 64 * 1024);
-    const target = tmpDir();
-    gitOk(['init', '-q', '--bare', '.'], { cwd: target });
-    expect(tool(['zstd-import', '-q', zpack], { cwd: target }).status).toBe(0);
-    expect(objectSet(target)).toEqual(objectSet(src));
+    expect(kib).toBeLessThan(90 * 1024 + 3 * 48 * 1024);
   }, 60_000);
 
   it('a byte flipped 4 MiB into the streamed entry: fatal, 128, no zstd pack, nothing left behind', () => {
