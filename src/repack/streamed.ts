@@ -2,6 +2,7 @@ import { once } from 'node:events';
 import type { Hash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
+import { Inflater } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { objectHeaderBytes } from '../hash/hash-object.js';
@@ -241,7 +242,7 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
       const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK);
       for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
       if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
-    } else await inflatePieces(reads(), emit, end - off - srcHeader.length);
+    } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size);
   } catch (err) {
     if (err === ENOUGH) throw err;
     if (err instanceof GitError && err.file === undefined) throw bad(err.message);
@@ -279,24 +280,18 @@ async function deflatePieces(level: number, source: (put: (piece: Buffer) => Pro
 }
 
 /**
- * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time; the
- * stream must end exactly at the end of its `dataLen` bytes.
+ * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time (the
+ * Inflater's, on an engine of its own: others may inflate while `emit` waits); the stream must
+ * end exactly at the end of its `dataLen` bytes, and give no more than `size` bytes.
  */
-async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number): Promise<void> {
-  const inf = createInflate({ chunkSize: STREAM_CHUNK });
-  const drained = (async (): Promise<void> => {
-    for await (const o of inf) await emit(o as Buffer);
-  })();
-  drained.catch(() => undefined);
-  try {
-    for (const piece of pieces) if (!inf.write(piece)) await Promise.race([once(inf, 'drain'), drained]);
-    inf.end();
-  } catch (e) {
-    inf.destroy();
-    throw e;
-  }
-  await drained;
-  if (inf.bytesWritten !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${inf.bytesWritten} of ${dataLen} bytes`);
+async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number, size: number): Promise<void> {
+  const it = new Inflater().inflating(pieces, dataLen, Buffer.allocUnsafe(STREAM_CHUNK), size, true);
+  let r = it.next();
+  for (; r.done !== true; r = it.next()) await emit(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.length));
+  const { produced, consumed, error } = r.value;
+  if (error !== undefined) throw new Error(error);
+  if (produced > size) throw new GitError('bad-object', `inflates to more than the declared ${size} bytes`);
+  if (consumed !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${consumed} of ${dataLen} bytes`);
 }
 
 /** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
