@@ -1,4 +1,5 @@
 import { once } from 'node:events';
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Hash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
@@ -109,7 +110,7 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   const { pack, j, off } = e;
   const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
-  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, false, size, zstd, bad, put, tap);
+  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, false, size, zstd, bad, put, tap, false);
   let level = enc.level;
   if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
   begin();
@@ -152,7 +153,9 @@ export async function zstdStreaming(e: SourceEntry, type: number, delta: boolean
   const { pack, j, off } = e;
   const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
   const dataHash = (): Hash => (delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size)));
-  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> => sourceObject(e, type, delta, size, noZstdSource, bad, (piece) => Promise.resolve(put(piece)), tap);
+  // Each piece is done with before the next is read (zstd copies what it keeps): one buffer each
+  // way, no garbage; and a turn for the event loop (a signal's handler, V8's collector) each chunk.
+  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> => sourceObject(e, type, delta, size, noZstdSource, bad, (piece) => (put(piece), turn()), tap, true);
   const framed = out.level !== 0 && (await framesShorter(out, size, source));
   begin();
   const read = dataHash();
@@ -218,7 +221,7 @@ function noZstdSource(): ZstdCodec {
  * An entry's data (an object's bytes, or a delta's when `delta`, whose chain ends in `type`), a
  * piece at a time, into `put` (and `tap`), every check of its source entry made.
  */
-async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> {
+async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap: Hash | undefined, reuse: boolean): Promise<void> {
   const { pack, j, off, end, srcHeader } = e;
   let crc = crc32(srcHeader);
   let got = 0;
@@ -228,9 +231,11 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
     tap?.update(o);
     await put(o);
   };
+  let into: Buffer | undefined;
   function* reads(): Generator<Buffer> {
     for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
-      const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
+      const n = Math.min(STREAM_CHUNK, end - p);
+      const piece = pack.read(p, n, reuse ? (into ??= Buffer.allocUnsafe(STREAM_CHUNK)).subarray(0, n) : undefined); // else its own buffer: deflate keeps it for a while
       crc = crc32(piece, crc);
       yield piece;
     }
@@ -239,10 +244,10 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
     if (pack.isZpack) {
       // In a zstd pack, data as long as the object is the object itself (stored plain).
       const plain = end - off - srcHeader.length === size;
-      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK);
+      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK, reuse);
       for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
       if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
-    } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size);
+    } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size, !reuse);
   } catch (err) {
     if (err === ENOUGH) throw err;
     if (err instanceof GitError && err.file === undefined) throw bad(err.message);
@@ -281,11 +286,12 @@ async function deflatePieces(level: number, source: (put: (piece: Buffer) => Pro
 
 /**
  * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time (the
- * Inflater's, on an engine of its own: others may inflate while `emit` waits); the stream must
- * end exactly at the end of its `dataLen` bytes, and give no more than `size` bytes.
+ * Inflater's, on an engine of its own: others may inflate while `emit` waits; each piece in a
+ * buffer of its own when `fresh`); the stream must end exactly at the end of its `dataLen`
+ * bytes, and give no more than `size` bytes.
  */
-async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number, size: number): Promise<void> {
-  const it = new Inflater().inflating(pieces, dataLen, Buffer.allocUnsafe(STREAM_CHUNK), size, true);
+async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number, size: number, fresh: boolean): Promise<void> {
+  const it = new Inflater().inflating(pieces, dataLen, Buffer.allocUnsafe(STREAM_CHUNK), size, fresh);
   let r = it.next();
   for (; r.done !== true; r = it.next()) await emit(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.length));
   const { produced, consumed, error } = r.value;
