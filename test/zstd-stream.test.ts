@@ -2,7 +2,7 @@
  * The zstd export never holds an entry over the 1 MiB chunk whole (issue 20): a whole object or
  * a delta is inflated, hashed and compressed into its frame as it streams (or written plain when
  * zstd does not make it smaller). Checked by git on the import (the object set, fsck --strict,
- * verify-pack), by the export's peak memory on a 32 MiB blob, and by damage found part-way
+ * verify-pack), by the export's peak memory on a 48 MiB blob, and by damage found part-way
  * through a streamed entry.
  */
 import crypto from 'node:crypto';
