@@ -71,6 +71,28 @@ export class Inflater {
    */
   inflatePieces(pieces: Iterable<Uint8Array>, inputLen: number, out: Uint8Array, limit: number, sink: (bytes: Uint8Array) => void): InflateOutcome {
     if (this.handle === undefined || inputLen === 0) return fallbackPieces(pieces, out, limit, sink);
+    const it = this.inflating(pieces, inputLen, out, limit);
+    for (let r = it.next(); ; r = it.next()) {
+      if (r.done === true) return r.value;
+      sink(r.value);
+    }
+  }
+
+  /**
+   * `inflatePieces` as a generator, for a caller that waits between pieces of output (the
+   * rewrite's streamed re-encodes, which feed an asynchronous deflate): each piece is yielded as
+   * it comes, the outcome returned at the end. A piece is a view of `out`, good until the next is
+   * asked for; with `fresh`, a new `out` of the same size is taken whenever one fills, so that a
+   * piece stays as it is (as Node's inflate stream gives them: the same pieces, cut at the same
+   * places). Use an Inflater of its own: between pieces, others may run on this thread.
+   */
+  *inflating(pieces: Iterable<Uint8Array>, inputLen: number, out: Uint8Array, limit: number, fresh = false): Generator<Uint8Array, InflateOutcome> {
+    if (this.handle === undefined || inputLen === 0) {
+      const got: Uint8Array[] = [];
+      const r = fallbackPieces(pieces, out, limit, (b) => got.push(Uint8Array.from(b)));
+      yield* got;
+      return r;
+    }
     if (this.dirty) this.handle.reset();
     this.dirty = true;
     this.error = undefined;
@@ -88,10 +110,12 @@ export class Inflater {
         produced += have;
         if (this.error !== undefined) return { produced, consumed: consumed + inOff, error: this.error };
         if (produced > limit) return { produced, consumed: consumed + inOff, error: undefined };
-        if (have > 0) sink(out.subarray(at, at + have));
+        if (have > 0) yield out.subarray(at, at + have);
         at += have;
         if (availOut === 0) {
-          at = 0; // `out` is full: used again for what this piece still gives
+          // `out` is full: used again (or a new one) for what this piece still gives
+          at = 0;
+          if (fresh) out = Buffer.allocUnsafe(out.length);
           continue;
         }
         // Room left over with input unread: the stream ended inside this piece.

@@ -18,10 +18,20 @@ export interface ZstdCodec {
   /**
    * A lean frame decompressed as it is read, for an object too large to hold (git's streaming
    * of blobs above core.bigFileThreshold): `feed` takes the frame's next bytes and yields what
-   * they decode to, at most `chunk` bytes a piece (each piece a buffer of its own); `end` says
-   * whether the frame ended exactly there.
+   * they decode to, at most `chunk` bytes a piece (each piece a buffer of its own, or with
+   * `reuse` a view of one buffer, good until the next piece is asked for); `end` says whether the
+   * frame ended exactly there.
    */
-  frameReader(dict: number, chunk?: number): { feed(input: Uint8Array): Generator<Buffer>; ended(): boolean };
+  frameReader(dict: number, chunk?: number, reuse?: boolean): { feed(input: Uint8Array): Generator<Buffer>; ended(): boolean };
+  /**
+   * A lean frame written as its object is read (the writing side of `frameReader`): `feed`
+   * compresses the next bytes and yields the frame bytes ready so far, `end` the rest. Each
+   * piece is a view of one reused buffer of `chunk` bytes, good until the next is asked for.
+   * The same bytes give the same frame however they are cut into pieces.
+   */
+  frameWriter(level: number, dict: number, chunk?: number): { feed(input: Uint8Array): Generator<Buffer>; end(): Generator<Buffer> };
+  /** The longest frame `n` bytes can give (ZSTD_compressBound): what is left of an object can grow no more. */
+  bound(n: number): number;
 }
 
 interface Binding {
@@ -29,6 +39,8 @@ interface Binding {
     setParameter(p: number, v: number): void;
     loadDictionary(d: Uint8Array): void;
     compress2(dst: Uint8Array, src: Uint8Array): number;
+    compressStream2(dst: Uint8Array, src: Uint8Array, endOp: number): [returnValue: number, produced: number, consumed: number];
+    reset(directive: number): void;
   };
   DCtx: new () => {
     setParameter(p: number, v: number): void;
@@ -48,6 +60,9 @@ const ZSTD_D_FORMAT = 1000;
 const MAGICLESS = 1;
 /** ZSTD_reset_session_only: a new frame, the dictionary and parameters kept. */
 const RESET_SESSION = 1;
+/** ZSTD_e_continue / ZSTD_e_end (ZSTD_EndDirective). */
+const CONTINUE = 0;
+const END = 2;
 
 let binding: Binding | undefined;
 let loadError: string | undefined;
@@ -130,8 +145,9 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
       if (n !== size) throw new GitError('bad-object', `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`);
       return room.subarray(0, size);
     },
-    frameReader(dict, chunk = 1 << 20) {
+    frameReader(dict, chunk = 1 << 20, reuse = false) {
       const d = dctx(dict);
+      const kept = reuse ? Buffer.allocUnsafe(chunk) : undefined;
       d.reset(RESET_SESSION);
       let left = 1; // ZSTD_decompressStream's hint: 0 once the frame is complete
       return {
@@ -139,7 +155,7 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
           let at = 0;
           // Until the frame ends, or the input is used up and the output no longer fills a piece.
           for (;;) {
-            const out = Buffer.allocUnsafe(chunk);
+            const out = kept ?? Buffer.allocUnsafe(chunk);
             let r: [number, number, number];
             try {
               r = d.decompressStream(out, input.subarray(at));
@@ -159,5 +175,21 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
         ended: () => left === 0,
       };
     },
+    frameWriter(level, dict, chunk = 1 << 20) {
+      const c = cctx(level, dict);
+      c.reset(RESET_SESSION);
+      const out = Buffer.allocUnsafe(chunk);
+      function* run(input: Uint8Array, op: number): Generator<Buffer> {
+        for (let at = 0; ; ) {
+          const [left, produced, consumed] = c.compressStream2(out, input.subarray(at), op);
+          at += consumed;
+          if (produced > 0) yield out.subarray(0, produced);
+          // Done when the input is taken and the output did not fill (to continue) or all is out (to end).
+          if (at >= input.length && (op === CONTINUE ? produced < out.length : left === 0)) return;
+        }
+      }
+      return { feed: (input) => run(input, CONTINUE), end: () => run(new Uint8Array(0), END) };
+    },
+    bound: (n) => b.compressBound(n),
   };
 }

@@ -7,6 +7,8 @@ import { isBaseType } from '../format/object-type.js';
 import { toHex } from '../hash/algo.js';
 import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
+import { threadInflater } from '../codec/inflate.js';
+import { STREAM_CHUNK } from '../repack/streamed.js';
 import type { ZpackDict } from '../format/zpack.js';
 import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
@@ -80,12 +82,29 @@ function sampleKinds(packs: Pack[], skip: (kind: number) => boolean = () => fals
     for (let j = 0; j < p.count; j++) {
       const k = kind[j]!;
       if (k < 0 || skip(k) || seen[k]!++ % stride[k]! !== 0 || out[k]!.length >= SAMPLES) continue;
-      const data = p.inflate(p.entry(j), realType[j]!);
-      out[k]!.push(Buffer.from(data.subarray(0, SAMPLE_BYTES)));
+      out[k]!.push(sampleOf(p, j, realType[j]!));
     }
     p.dropCaches();
   });
   return out;
+}
+
+/**
+ * The first SAMPLE_BYTES of entry `j`'s data: of an entry over a chunk in a git pack, from its
+ * first chunk only (a blob of 1.5 GiB was inflated whole for its first 16 KiB); the rewrite
+ * checks every entry after. A stream zlib finds wrong there is read whole, for its message.
+ */
+function sampleOf(p: Pack, j: number, realType: number): Buffer {
+  const off = p.idx.offsets[j]!;
+  const end = p.end(j);
+  if (!p.isZpack && end - off > STREAM_CHUNK) {
+    const { headerLen } = p.entryHead(off, end);
+    const first = p.read(off + headerLen, STREAM_CHUNK);
+    const room = Buffer.allocUnsafe(SAMPLE_BYTES + 1);
+    const r = threadInflater().inflatePieces([first], end - off - headerLen, room, SAMPLE_BYTES, () => undefined);
+    if (r.error === undefined) return Buffer.from(room.subarray(0, Math.min(r.produced, SAMPLE_BYTES)));
+  }
+  return Buffer.from(p.inflate(p.entry(j), realType).subarray(0, SAMPLE_BYTES));
 }
 
 /**

@@ -18,7 +18,7 @@ export const SKIP = 4;
  * CRCs and writes the rest a chunk at a time (rewrite.ts, `copyStreaming`).
  */
 export const COPY_STREAM = 5;
-/** A re-encode too large to hold (an object of a zstd pack above core.bigFileThreshold): the same, `zstdStreaming`. */
+/** A re-encode too large to hold (an object of a zstd pack above core.bigFileThreshold, any entry over a chunk into one): the same, streamed.ts. */
 export const REENCODE_STREAM = 6;
 
 /**

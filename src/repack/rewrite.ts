@@ -20,7 +20,7 @@ import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule,
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
-import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode } from './streamed.js';
+import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode, zstdStreaming } from './streamed.js';
 import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
@@ -150,11 +150,13 @@ class PartitionRewrite {
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written; which entries get new bytes.
     const changed = opts.changedCheck !== undefined && !opts.dryRun && opts.zpack === undefined ? new Uint8Array(plan.n) : undefined;
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts), changed), 'the new pack');
+    // (A zstd pack goes elsewhere (-o): only what it would hold whole over the bound is refused.)
+    const estimate = opts.dryRun ? 0 : outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts), changed);
+    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), estimate, 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
-    // or a dry run counts copies it does not read.
-    if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined) for (const sc of plan.scans) releaseNow(sc.size);
+    // or a dry run counts copies it does not read, or a zstd pack streams by size.
+    if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined && opts.zpack === undefined) for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
     const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
     let output: RewriteOutput;
@@ -346,10 +348,18 @@ class PartitionRewrite {
   private async streamEntry(sink: RewriteOutput['sink'], s: number, mode: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
     const e = sourceEntry(this.plan, s, srcHeader);
     const append = (c: Buffer): void => sink.appendToEntry(c, s);
-    if (mode === COPY_STREAM) this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
+    const begin = (): void => this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
+    if (mode === COPY_STREAM) begin();
     if (mode === COPY_STREAM) return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
+    const zout = this.opts.zpack;
+    if (zout !== undefined) {
+      const delta = this.plan.base[s]! >= 0;
+      const level = zout.plainTypes?.has(type) === true ? 0 : zout.level; // (0: stored plain, as a batch does)
+      const codec = (this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data)));
+      return zstdStreaming(e, type, delta, size, { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT }, this.opts.algo, begin, append);
+    }
     const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
-    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, () => this.emit(sink, s, type, size, -1, EMPTY, 0, 0), append);
+    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, begin, append);
   }
 
   /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */

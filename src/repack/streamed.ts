@@ -1,7 +1,9 @@
 import { once } from 'node:events';
+import { setImmediate as turn } from 'node:timers/promises';
 import type { Hash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
+import { Inflater } from '../codec/inflate.js';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { objectHeaderBytes } from '../hash/hash-object.js';
@@ -42,15 +44,18 @@ export function sourceEntry(plan: Plan, s: number, srcHeader: Buffer): SourceEnt
 }
 
 /**
- * Whether entry `s`, a whole object to re-encode into a git pack (not a zstd pack: `zpack`), is
- * re-encoded a chunk at a time: from a zlib pack when its entry is over a chunk, from a zstd
- * pack when the object is over `streamAbove` (its frame may be a few KiB).
+ * Whether entry `s`, to re-encode, is re-encoded a chunk at a time. Into a git pack, a whole
+ * object: from a zlib pack when its entry is over a chunk, from a zstd pack when the object is
+ * over `streamAbove` (its frame may be a few KiB). Into a zstd pack (`zpack`, the export), any
+ * entry of a zlib pack whose data (the object, or a delta) is over a chunk: `zstdStreaming`.
  */
 export function streamsReencode(plan: Plan, s: number, o: { zpack?: unknown; streamAbove?: number | undefined }): boolean {
   const pi = plan.srcPack[s]!;
   const j = plan.srcIdx[s]!;
-  if (o.zpack !== undefined || !isBaseType(typeOf(plan, pi, j))) return false;
-  if (!plan.input.packs[pi]!.isZpack) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
+  const zsrc = plan.input.packs[pi]!.isZpack;
+  if (o.zpack !== undefined) return !zsrc && plan.scans[pi]!.size[j]! > STREAM_CHUNK;
+  if (!isBaseType(typeOf(plan, pi, j))) return false;
+  if (!zsrc) return plan.entryLen[pi]![j]! > STREAM_CHUNK;
   return o.streamAbove !== undefined && plan.scans[pi]!.size[j]! > o.streamAbove;
 }
 
@@ -105,7 +110,7 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   const { pack, j, off } = e;
   const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
-  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, size, zstd, bad, put, tap);
+  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, false, size, zstd, bad, put, tap, false);
   let level = enc.level;
   if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
   begin();
@@ -127,8 +132,96 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
 }
 
-/** An object's bytes, a piece at a time, into `put` (and `tap`), every check of its source entry made. */
-async function sourceObject(e: SourceEntry, type: number, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> {
+/** Where a zstd pack's entry goes (the export): the output's codec, its level and the entry's dictionary. */
+export interface ZstdTarget {
+  codec: ZstdCodec;
+  level: number;
+  dict: number;
+}
+
+/**
+ * An entry of a zlib pack re-encoded into a zstd pack a chunk at a time (the export; git streams
+ * a blob above core.bigFileThreshold): inflated as it is read, CRC'd, hashed and compressed into
+ * one zstd frame as it goes; the frame written is decompressed again as it goes. As for an entry
+ * held whole, the frame is written only when shorter than the data, else the data plain (a reader
+ * tells them apart by length: docs/zstd-pack-format.md), so its length is measured first
+ * (`framesShorter`). At the end the CRC32 must be the old index's, and the bytes read and those
+ * the frame decompresses to must hash alike: to the object's id for a whole object, to each
+ * other for a delta (whose chain ends in `type`; `size` is its data's length).
+ */
+export async function zstdStreaming(e: SourceEntry, type: number, delta: boolean, size: number, out: ZstdTarget, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+  const { pack, j, off } = e;
+  const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
+  const dataHash = (): Hash => (delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size)));
+  // Each piece is done with before the next is read (zstd copies what it keeps): one buffer each
+  // way, no garbage; and a turn for the event loop (a signal's handler, V8's collector) each chunk.
+  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> => sourceObject(e, type, delta, size, noZstdSource, bad, (piece) => (put(piece), turn()), tap, true);
+  const framed = out.level !== 0 && (await framesShorter(out, size, source));
+  begin();
+  const read = dataHash();
+  if (!framed) {
+    // Stored plain (a type at level 0, or data zstd does not make smaller): exactly as long as the data.
+    await source(append, read);
+  } else {
+    const back = dataHash();
+    const writer = out.codec.frameWriter(out.level, out.dict, STREAM_CHUNK);
+    const check = out.codec.frameReader(out.dict, STREAM_CHUNK, true);
+    let len = 0;
+    const put = (frame: Iterable<Buffer>): void => {
+      for (const f of frame) {
+        len += f.length;
+        append(f);
+        for (const o of check.feed(f)) back.update(o);
+      }
+    };
+    await source((piece) => put(writer.feed(piece)), read);
+    put(writer.end());
+    if (len >= size || !check.ended() || !back.digest().equals(read.copy().digest())) throw bad('entry re-encoded does not decompress to the same bytes', 'verify-failed');
+  }
+  const got = read.digest();
+  if (!delta && !got.equals(pack.idx.idAt(j))) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(pack.idx.idAt(j))}`);
+}
+
+/** Stops a first reading of an entry early (what it had to tell is known). */
+const ENOUGH = new Error('enough read');
+
+/**
+ * Whether the frame of data of `size` bytes (given by `source`) is shorter than the data: it is
+ * compressed and counted, not written. It stops as soon as the frame so far and the longest that
+ * the rest can add (zstd's bound, with up to two blocks consumed but not yet out) come under
+ * `size`: compressible data is read only in part (1% of it when it halves); incompressible data
+ * is read to the end, and then stored plain. The same bytes give the same frame again.
+ */
+async function framesShorter(out: ZstdTarget, size: number, source: (put: (piece: Buffer) => void) => Promise<void>): Promise<boolean> {
+  const writer = out.codec.frameWriter(out.level, out.dict, STREAM_CHUNK);
+  let fed = 0;
+  let len = 0;
+  try {
+    await source((piece) => {
+      fed += piece.length;
+      for (const f of writer.feed(piece)) len += f.length;
+      if (len + out.codec.bound(size - fed + PENDING) < size) throw ENOUGH;
+    });
+  } catch (err) {
+    if (err === ENOUGH) return true;
+    throw err;
+  }
+  for (const f of writer.end()) len += f.length;
+  return len < size;
+}
+
+/** Input zstd may hold without having written it out: two blocks of 128 KiB. */
+const PENDING = 256 << 10;
+
+function noZstdSource(): ZstdCodec {
+  throw new GitError('unsupported', 'a zstd pack is not streamed into another');
+}
+
+/**
+ * An entry's data (an object's bytes, or a delta's when `delta`, whose chain ends in `type`), a
+ * piece at a time, into `put` (and `tap`), every check of its source entry made.
+ */
+async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap: Hash | undefined, reuse: boolean): Promise<void> {
   const { pack, j, off, end, srcHeader } = e;
   let crc = crc32(srcHeader);
   let got = 0;
@@ -138,9 +231,11 @@ async function sourceObject(e: SourceEntry, type: number, size: number, zstd: ()
     tap?.update(o);
     await put(o);
   };
+  let into: Buffer | undefined;
   function* reads(): Generator<Buffer> {
     for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
-      const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p)); // its own buffer: deflate keeps it for a while
+      const n = Math.min(STREAM_CHUNK, end - p);
+      const piece = pack.read(p, n, reuse ? (into ??= Buffer.allocUnsafe(STREAM_CHUNK)).subarray(0, n) : undefined); // else its own buffer: deflate keeps it for a while
       crc = crc32(piece, crc);
       yield piece;
     }
@@ -149,11 +244,12 @@ async function sourceObject(e: SourceEntry, type: number, size: number, zstd: ()
     if (pack.isZpack) {
       // In a zstd pack, data as long as the object is the object itself (stored plain).
       const plain = end - off - srcHeader.length === size;
-      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, false)] ?? NO_DICT, STREAM_CHUNK);
+      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK, reuse);
       for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
       if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
-    } else await inflatePieces(reads(), emit, end - off - srcHeader.length);
+    } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size, !reuse);
   } catch (err) {
+    if (err === ENOUGH) throw err;
     if (err instanceof GitError && err.file === undefined) throw bad(err.message);
     if (!(err instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`);
     throw err;
@@ -189,24 +285,19 @@ async function deflatePieces(level: number, source: (put: (piece: Buffer) => Pro
 }
 
 /**
- * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time; the
- * stream must end exactly at the end of its `dataLen` bytes.
+ * Inflates one zlib stream given in pieces into `emit` (which may wait), a chunk at a time (the
+ * Inflater's, on an engine of its own: others may inflate while `emit` waits; each piece in a
+ * buffer of its own when `fresh`); the stream must end exactly at the end of its `dataLen`
+ * bytes, and give no more than `size` bytes.
  */
-async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number): Promise<void> {
-  const inf = createInflate({ chunkSize: STREAM_CHUNK });
-  const drained = (async (): Promise<void> => {
-    for await (const o of inf) await emit(o as Buffer);
-  })();
-  drained.catch(() => undefined);
-  try {
-    for (const piece of pieces) if (!inf.write(piece)) await Promise.race([once(inf, 'drain'), drained]);
-    inf.end();
-  } catch (e) {
-    inf.destroy();
-    throw e;
-  }
-  await drained;
-  if (inf.bytesWritten !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${inf.bytesWritten} of ${dataLen} bytes`);
+async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number, size: number, fresh: boolean): Promise<void> {
+  const it = new Inflater().inflating(pieces, dataLen, Buffer.allocUnsafe(STREAM_CHUNK), size, fresh);
+  let r = it.next();
+  for (; r.done !== true; r = it.next()) await emit(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.length));
+  const { produced, consumed, error } = r.value;
+  if (error !== undefined) throw new Error(error);
+  if (produced > size) throw new GitError('bad-object', `inflates to more than the declared ${size} bytes`);
+  if (consumed !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${consumed} of ${dataLen} bytes`);
 }
 
 /** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
