@@ -213,6 +213,41 @@ describe('a 32 MiB packed blob and a 32 MiB loose one', () => {
   }, 60_000);
 });
 
+// The default check sends the 32 MiB loose blob, deflated anew, to git index-pack as it is
+// written. A git that reads 1 MiB every 0.2 s: the streamed entry waits for it a chunk at a time,
+// so our own peak stays about what it is without the check (left to queue in git's pipe, most of
+// the blob would wait there). Our process's peak alone, from a hook that prints it at exit.
+describe('a 32 MiB loose blob checked by a slow git index-pack', () => {
+  it("waits for git a chunk at a time: our peak is within 16 MiB of the run without the check", () => {
+    const { dir } = makeRepo(1 << 20, 32 * MiB);
+    const bin = `${dir}-bin`;
+    onTestFinished(() => {
+      for (const d of [dir, bin, `${dir}-a`, `${dir}-b`]) fs.rmSync(d, { recursive: true, force: true });
+    });
+    fs.mkdirSync(bin);
+    const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+    const chunk = path.join(bin, 'chunk');
+    const slow = `while :; do dd bs=1M count=1 iflag=fullblock status=none > '${chunk}'; [ -s '${chunk}' ] || break; cat '${chunk}'; sleep 0.2; done`;
+    fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\ncase " $* " in *" index-pack "*) ${slow} | '${realGit}' "$@"; exit $?;; esac\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+    const hook = path.join(bin, 'peak.mjs');
+    fs.writeFileSync(hook, "import fs from 'node:fs';\nprocess.on('exit', () => fs.writeSync(2, `peak ${process.resourceUsage().maxRSS}\\n`));\n");
+    const peak = (args: string[], copy: string): number => {
+      const r = spawnSync(process.execPath, [BIN, '--graph-compression=0', '-q', ...args], { cwd: copy, encoding: 'utf8', env: gitEnv({ PATH: `${bin}:${process.env.PATH}`, NODE_OPTIONS: `--import=${hook}` }) });
+      const lines = r.stderr.trim().split('\n');
+      const kib = Number(/^peak (\d+)$/.exec(lines.pop() ?? '')?.[1]);
+      expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
+      return kib;
+    };
+    const copy = (c: string): string => (fs.cpSync(dir, c, { recursive: true }), c);
+    const before = objectSet(dir);
+    const unchecked = peak(['--no-fsck'], copy(`${dir}-a`));
+    const checked = peak([], copy(`${dir}-b`));
+    expect(objectSet(`${dir}-b`)).toEqual(before);
+    expect(fsckStrict(`${dir}-b`)).toEqual({ status: 0, output: '' });
+    expect(checked - unchecked).toBeLessThan(16 * 1024);
+  }, 60_000);
+});
+
 describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 KiB)', () => {
   // 768 KiB: under the 1 MiB chunk, so that a re-encode holds it whole.
   let pristine: { dir: string; looseId: string };

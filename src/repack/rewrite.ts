@@ -20,7 +20,7 @@ import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule,
 import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
-import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode, zstdStreaming } from './streamed.js';
+import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode, zstdStreaming, type Room } from './streamed.js';
 import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
@@ -107,6 +107,8 @@ class PartitionRewrite {
   private readonly inflight: InFlight[] = [];
   private readonly freeIn: ArrayBuffer[] = [];
   private readonly spareOut: ArrayBuffer[] = [];
+  /** The output's wait for room (what it sends on to git), for entries streamed a chunk at a time. */
+  private room: Room | undefined;
   /** Where entries too long to hold are read, a chunk at a time. */
   private chunk: Buffer | undefined;
 
@@ -295,6 +297,7 @@ class PartitionRewrite {
     const { plan, opts } = this;
     if (this.zsrc !== undefined || opts.zpack !== undefined) pool.setDicts(this.zsrc?.zstdDicts.dicts, opts.zpack?.dicts.map((d) => d.data));
     const pipelineDepth = Math.max(2, pool.threads + 2);
+    this.room = output.ready?.bind(output);
     while (this.next < plan.n || this.inflight.length > 0) {
       while (this.inflight.length < pipelineDepth && this.next < plan.n && (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)) this.inflight.push(this.buildBatch(pool));
       const b = this.inflight.shift()!;
@@ -359,14 +362,14 @@ class PartitionRewrite {
       return zstdStreaming(e, type, delta, size, { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT }, this.opts.algo, begin, append);
     }
     const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
-    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, begin, append);
+    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, begin, append, this.room);
   }
 
   /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
   private async looseStreaming(sink: RewriteOutput['sink'], s: number, file: string, h: LooseHeader): Promise<void> {
     const id = this.plan.input.loose[this.plan.srcIdx[s]!]!;
     const begin = (): void => this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
-    await looseStreaming(file, h, id, directEncoding(this.targets, h.type, h.size), this.opts.algo, begin, (c) => sink.appendToEntry(c, s));
+    await looseStreaming(file, h, id, directEncoding(this.targets, h.type, h.size), this.opts.algo, begin, (c) => sink.appendToEntry(c, s), this.room);
     this.stats.loose++;
   }
 

@@ -79,12 +79,23 @@ export function copyStreaming(e: SourceEntry, chunk: Buffer, append: (piece: Buf
 }
 
 /**
+ * Undefined, or a promise to wait for before more is appended: the output sends what is written
+ * on to git, which has not read it yet (`RewriteOutput.ready`). A streamed entry waits a chunk
+ * at a time, so that a large object re-encoded faster than git reads it is not held in the pipe.
+ */
+export type Room = () => Promise<void> | undefined;
+
+async function waitRoom(room: Room | undefined): Promise<void> {
+  await room?.();
+}
+
+/**
  * A loose object (git's write_no_reuse_object for a blob above core.bigFileThreshold): inflated,
  * hashed and deflated into the pack a chunk at a time. Its id is known to match only at the end:
  * a mismatch stops the run before anything is installed. Under `auto`, whose length rule needs
  * the deflated length first, it is deflated twice. `begin` writes the entry's header.
  */
-export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Array, enc: EntryEncoding, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Array, enc: EntryEncoding, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void, room?: Room): Promise<void> {
   let level = enc.level;
   if (enc.maxLen !== Infinity) {
     let len = 0;
@@ -94,7 +105,7 @@ export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Arra
   begin();
   const hash = algo.create().update(objectHeaderBytes(typeName(h.type), h.size));
   const tap = new Transform({ transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)) });
-  await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (append(c), done()) }));
+  await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (append(c), void waitRoom(room).then(() => done())) }));
   const got = hash.digest();
   if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
 }
@@ -106,7 +117,7 @@ export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Arra
  * the end the CRC32 must be the old index's, and both the bytes read and the bytes the new
  * stream inflates to must hash to the object's id (the proof a held re-encode gets by comparing).
  */
-export async function reencodeStreaming(e: SourceEntry, type: number, size: number, enc: EntryEncoding, algo: HashAlgo, zstd: () => ZstdCodec, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+export async function reencodeStreaming(e: SourceEntry, type: number, size: number, enc: EntryEncoding, algo: HashAlgo, zstd: () => ZstdCodec, begin: () => void, append: (piece: Buffer) => void, room?: Room): Promise<void> {
   const { pack, j, off } = e;
   const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
@@ -120,7 +131,7 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   inflate.on('data', (c: Buffer) => back.update(c));
   const inflated = once(inflate, 'end');
   inflated.catch(() => undefined);
-  await deflatePieces(level, (put) => source(put, read), (c) => {
+  await deflatePieces(level, (put) => source(async (piece) => (await waitRoom(room), put(piece)), read), (c) => {
     append(c);
     inflate.write(c);
   });
