@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { GitError } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
 
 /**
  * zstd behind a small interface, on zstd-napi (chosen by measurement: docs/decisions.md —
@@ -192,4 +192,25 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
     },
     bound: (n) => b.compressBound(n),
   };
+}
+
+/**
+ * A zstd pack entry's data given in pieces (Pack.inflateChunked): plain when it has exactly the
+ * declared size, else one frame decompressed a chunk at a time (as Pack.unzstd, never held
+ * whole); into `into`, or each piece to `sink` (a view good until the next). `file` and `offset`
+ * (the data's) name a problem.
+ */
+export function unzstdPieces(codec: ZstdCodec, dict: number, pieces: Iterable<Uint8Array>, dataLen: number, size: number, into: Buffer | undefined, sink: (bytes: Uint8Array) => void, file: string, offset: number): void {
+  if (dataLen > size && size > 0) throw corrupt('bad-object', file, offset, `zstd frame of ${dataLen} bytes for ${size} bytes of data`);
+  const reader = dataLen === size ? undefined : codec.frameReader(dict, 1 << 20, true);
+  let got = 0;
+  for (const piece of pieces) {
+    for (const o of reader === undefined ? [piece] : reader.feed(piece)) {
+      if (got + o.length > size) throw corrupt('bad-object', file, offset, `zstd data longer than the declared ${size} bytes`);
+      if (into !== undefined) into.set(o, got);
+      else sink(o);
+      got += o.length;
+    }
+  }
+  if ((reader !== undefined && !reader.ended()) || got !== size) throw corrupt('bad-object', file, offset, `zstd data of ${got} bytes, not the declared ${size}`);
 }

@@ -224,7 +224,7 @@ class BaseFirstResolver {
       this.realType[root] = scan.type[root]!;
       // A big object nothing is a delta of: hashed while it streams out of zlib (git does the
       // same above core.bigFileThreshold), so memory does not grow with its size.
-      if (!pack.isZpack && scan.size[root]! >= streamAbove && this.start[root + 1] === this.start[root]) {
+      if (scan.size[root]! >= streamAbove && this.start[root + 1] === this.start[root]) {
         this.hashStreaming(root);
         // A turn for the event loop (a signal's handler) between big objects, as when this was async.
         await new Promise((r) => setImmediate(r));
@@ -265,7 +265,7 @@ class BaseFirstResolver {
     try {
       const off = pack.idx.offsets[j]!;
       const end = pack.end(j);
-      if (!pack.isZpack && end - off > STREAM_ABOVE) return pack.inflateChunked(off, end, () => undefined, into);
+      if (end - off > STREAM_ABOVE) return pack.inflateChunked(off, end, () => undefined, into, realType);
       return pack.inflate(pack.entry(j), realType, into);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;

@@ -10,7 +10,7 @@ import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, 
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
-import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
+import { unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
 
 /** One entry's raw bytes and decoded header; `raw` is valid until the next read of the same pack. */
@@ -399,7 +399,7 @@ export class Pack {
    * declared size + 1 bytes (and returned), else through a reused 1 MiB buffer, piece by piece,
    * to `sink`. Checked and named as `inflate` does.
    */
-  inflateChunked(off: number, end: number, sink: (bytes: Uint8Array) => void, into?: Buffer): Buffer {
+  inflateChunked(off: number, end: number, sink: (bytes: Uint8Array) => void, into?: Buffer, realType?: number): Buffer {
     const e = this.entryAt(off, Math.min(end, off + SCRATCH)); // the first chunk, in `scratch`
     const { size, headerLen } = e.hdr;
     if (into !== undefined && into.length <= size) throw new RangeError(`inflateChunked: room for ${into.length} bytes, ${size + 1} needed`);
@@ -409,7 +409,8 @@ export class Pack {
       for (let p = off + e.raw.length, n = 0; p < end; p += n) yield pack.read(p, (n = Math.min(SCRATCH, end - p)), pack.scratch.subarray(0, n));
     };
     try {
-      inflatePiecesExact(pieces(this), end - off - headerLen, size, out, sink, this.packPath, off + headerLen);
+      if (this.isZpack) unzstdPieces(this.zstdCodec(), this.dictFor(realType ?? e.hdr.type, isDelta(e.hdr.type)), pieces(this), end - off - headerLen, size, into, sink, this.packPath, off + headerLen);
+      else inflatePiecesExact(pieces(this), end - off - headerLen, size, out, sink, this.packPath, off + headerLen);
     } catch (err) {
       throw this.namedCorruption(err, e);
     }
@@ -451,13 +452,20 @@ export class Pack {
   unzstd(data: Uint8Array, size: number, realType: number, delta: boolean, offset: number, into?: Buffer): Buffer {
     if (data.length === size) return into !== undefined ? Buffer.from(data.buffer, data.byteOffset, data.length) : Buffer.from(data);
     if (data.length > size && size > 0) throw corrupt('bad-object', this.packPath, offset, `zstd frame of ${data.length} bytes for ${size} bytes of data`);
-    const kind = kindOf(realType, delta);
-    this.zstd ??= zstdCodec(this.zpack!.dicts.map((d) => d.data));
     try {
-      return this.zstd.decompress(data, size, kind >= 0 ? this.dictOfKind[kind]! : NO_DICT, into);
+      return this.zstdCodec().decompress(data, size, this.dictFor(realType, delta), into);
     } catch (e) {
       throw corrupt('bad-object', this.packPath, offset, (e as Error).message);
     }
+  }
+
+  private zstdCodec(): ZstdCodec {
+    return (this.zstd ??= zstdCodec(this.zpack!.dicts.map((d) => d.data)));
+  }
+
+  /** The dictionary of a zstd pack's entry of (real) type `type`. */
+  private dictFor(type: number, delta: boolean): number {
+    return kindOf(type, delta) >= 0 ? this.dictOfKind[kindOf(type, delta)]! : NO_DICT;
   }
 
   /** The dictionaries of a zstd pack, for threads that decompress its entries. */
@@ -481,12 +489,7 @@ export class Pack {
   private hashPrefix(end: number): Buffer {
     const h = this.algo.create();
     const chunk = Buffer.allocUnsafe(SEQUENTIAL_CHUNK);
-    for (let pos = 0; pos < end; ) {
-      const n = Math.min(chunk.length, end - pos);
-      this.read(pos, n, chunk.subarray(0, n));
-      h.update(chunk.subarray(0, n));
-      pos += n;
-    }
+    for (let pos = 0, n = 0; pos < end; pos += n) h.update(this.read(pos, (n = Math.min(chunk.length, end - pos)), chunk.subarray(0, n)));
     return h.digest();
   }
 
