@@ -4,7 +4,7 @@ import { KilledBySignal } from '../cleanup.js';
 
 /**
  * What git checks after the rewrite: `changed` (the default) reads back every entry whose bytes
- * were written anew (`validateChangedPack`); `full` and `connectivity` run `git fsck` on the
+ * were written anew (`indexPackStream`, while they are written); `full` and `connectivity` run `git fsck` on the
  * repository as it will be.
  */
 export type FsckMode = 'changed' | 'full' | 'connectivity' | 'none';
