@@ -55,6 +55,13 @@ function repo24k(top: string): string {
   return repo;
 }
 
+/** The packs `packs` as they were, nothing of ours left in objects/, the objects `before`. */
+function expectUntouched(repo: string, packs: string[], before: ReturnType<typeof objectSet>): void {
+  expect(fs.readdirSync(path.join(repo, 'objects/pack')).sort()).toEqual(packs);
+  expect(fs.readdirSync(path.join(repo, 'objects')).filter((n) => /^tmp_|lock$|journal/.test(n))).toEqual([]);
+  expect(objectSet(repo)).toEqual(before);
+}
+
 describe('signals during a rewrite (git’s sigchain)', () => {
   it.each(CASES)('stopped at %s, then %s: no lock, no temporary file, the same objects', async (point, sig) => {
     const repo = useFixtureCopy('multi-pack');
@@ -95,9 +102,7 @@ describe('signals during a rewrite (git’s sigchain)', () => {
       while (!fs.readdirSync(packDir).some((n) => n.startsWith('tmp_pack_'))) await new Promise((r) => setTimeout(r, 2));
       child.kill('SIGINT');
       expect(await done).toBe('SIGINT');
-      expect(fs.readdirSync(packDir).sort()).toEqual(packs);
-      expect(fs.readdirSync(path.join(repo, 'objects')).filter((n) => /^tmp_|lock$|journal/.test(n))).toEqual([]);
-      expect(objectSet(repo)).toEqual(before);
+      expectUntouched(repo, packs, before);
       expect(fsckStrict(repo).status).toBe(0);
     } finally {
       fs.rmSync(top, { recursive: true, force: true });
@@ -113,8 +118,7 @@ describe('signals during a rewrite (git’s sigchain)', () => {
     try {
       const repo = repo24k(top);
       const before = objectSet(repo);
-      const packDir = path.join(repo, 'objects/pack');
-      const packs = fs.readdirSync(packDir).sort();
+      const packs = fs.readdirSync(path.join(repo, 'objects/pack')).sort();
       const bin = path.join(top, 'bin');
       fs.mkdirSync(bin);
       const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
@@ -125,9 +129,7 @@ describe('signals during a rewrite (git’s sigchain)', () => {
       expect(r.status).toBe(128);
       expect(r.stderr).toMatch(/^fatal: git could not read back the rewritten entries; nothing was changed\.\n/);
       expect(r.stderr).toContain('git index-pack said:\nfatal: stopped reading');
-      expect(fs.readdirSync(packDir).sort()).toEqual(packs);
-      expect(fs.readdirSync(path.join(repo, 'objects')).filter((n) => /^tmp_|lock$|journal/.test(n))).toEqual([]);
-      expect(objectSet(repo)).toEqual(before);
+      expectUntouched(repo, packs, before);
     } finally {
       fs.rmSync(top, { recursive: true, force: true });
     }

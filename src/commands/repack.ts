@@ -20,7 +20,6 @@ import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
-import type { ChangedDestination } from '../repack/changed-pack.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 
 export interface RepackOptions {
@@ -218,7 +217,7 @@ class RepackRun {
       // One pack, nothing loose, and no file of it missing: it may already be the result.
       const skipIfUnchanged = !opts.dryRun && sources.length === 1 && loose.length === 0 && (!src.writeRev || sources[0]!.rev);
       let check: ChangedCheck | undefined;
-      const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedDestination => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
+      const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedCheck['dest'] => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
       const { stats, written: w, unchanged } = await rewritePartition(
         { kind, packs: sources.map((p) => src.opened.get(p.base)!), loose, looseDir: repo.objectsDir },
         {
@@ -268,15 +267,16 @@ class RepackRun {
    */
   private async proveAndCheck(src: Sources, written: WrittenPartition[]): Promise<void> {
     const { repo, opts } = this;
+    const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!));
     const checks: Promise<void>[] = [];
-    for (const x of written) if (x.check !== undefined) checks.push(x.check.finish(x.w.idxPath, x.sources.map((s) => src.opened.get(s.base)!), this.onProgress));
+    written.forEach((x, i) => x.check !== undefined && checks.push(x.check.finish(x.w.idxPath, sourcePacks[i]!, this.onProgress)));
     // A failure is reported once the proof is done (or has failed first).
     for (const c of checks) c.catch(() => undefined);
-    for (const x of written) {
+    for (const [i, x] of written.entries()) {
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
       for (const p of src.opened.values()) p.dropCaches();
-      await proveWrittenPack(x.w, repo.algo, x.sources.map((s) => src.opened.get(s.base)!), x.loose, src.excluded, this.onProgress);
+      await proveWrittenPack(x.w, repo.algo, sourcePacks[i]!, x.loose, src.excluded, this.onProgress);
       if (x.kind === 'promisor') x.promisorTmp = this.writePromisorMarker(x);
     }
     if (checks.length > 0) {
