@@ -6,6 +6,11 @@ if (process.env.GIT_REPACK_TS_MALLOC !== undefined) {
   for (const name of process.env.GIT_REPACK_TS_MALLOC.split(' ')) if (name.startsWith('MALLOC_')) delete process.env[name];
   delete process.env.GIT_REPACK_TS_MALLOC;
 }
+// And the certificates file the launcher kept from node's start-up (it is read only then).
+if (process.env.GIT_REPACK_TS_CA_CERTS !== undefined) {
+  process.env.NODE_EXTRA_CA_CERTS = process.env.GIT_REPACK_TS_CA_CERTS;
+  delete process.env.GIT_REPACK_TS_CA_CERTS;
+}
 /** The module, or undefined when its file is not there. */
 async function load(file) {
   try {

@@ -251,6 +251,35 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       fs.rmSync(tmp, { recursive: true, force: true });
     }
   });
+
+  it('node starts without NODE_EXTRA_CA_CERTS (it would read the file first); git gets it back as given', () => {
+    const repo = useFixtureCopy('basic');
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
+    try {
+      const certs = path.join(tmp, 'my certs.pem');
+      const log = path.join(tmp, 'env.log');
+      const shim = (name: string, then: string) =>
+        fs.writeFileSync(path.join(tmp, name), `#!/bin/sh\necho "${name} \${NODE_EXTRA_CA_CERTS-unset}|\${GIT_REPACK_TS_CA_CERTS-unset}" >> '${log}'\n${then}\n`, { mode: 0o755 });
+      const which = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim();
+      shim('node', `exec '${which('node')}' "$@"`);
+      shim('git', `exec '${which('git')}' "$@"`);
+      const env = { PATH: `${tmp}:${process.env.PATH}` };
+      const r = run(LAUNCHER, ['--graph-compression=0', '-q'], repo, { ...env, NODE_EXTRA_CA_CERTS: certs });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
+      expect(lines[0]).toBe(`node unset|${certs}`);
+      const gits = lines.slice(1);
+      expect(gits.some((l) => l.startsWith('git '))).toBe(true);
+      for (const l of gits) expect(l).toBe(`git ${certs}|unset`);
+      // Unset stays unset, for node and for git.
+      fs.rmSync(log);
+      expect(run(LAUNCHER, ['--graph-compression=0', '-q'], repo, { ...env, NODE_EXTRA_CA_CERTS: undefined }).status).toBe(0);
+      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^(node|git) unset\|unset$/);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
 });
 
 describe("the subcommands' option parser (git's conventions)", () => {
