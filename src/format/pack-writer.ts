@@ -27,6 +27,12 @@ export interface PackSink {
    */
   appendToEntry(data: Buffer, slot: number, start?: number, end?: number): void;
   /**
+   * Appends `n` consecutive entries written exactly as they are in `data[start, end)` (header and
+   * data unchanged), whose CRC32s are known: `crcs[k]` for slot `slots[k]`. Each one's offset must
+   * be in the caller's offsets table before (the threaded writer cuts entries by them).
+   */
+  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void;
+  /**
    * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
    * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed;
    * `readBack`, when there is one, once the file has been read back and every entry's header
@@ -121,6 +127,11 @@ export class PackFileWriter implements PackSink {
     this.append(data);
     // (Node's crc32 of nothing is 0 whatever the value it continues from.)
     this.crcs[slot] = data.length === 0 ? crc32(header) : crc32(data, crc32(header));
+  }
+
+  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void {
+    this.append(data.subarray(start, end));
+    for (let k = 0; k < n; k++) this.crcs[slots[k]!] = crcs[k]!;
   }
 
   appendToEntry(data: Buffer, slot: number, start = 0, end = data.length): void {
@@ -307,6 +318,12 @@ export class ThreadedPackWriter implements PackSink {
   writeEntry(header: Buffer, data: Buffer, _slot: number, headerLen = header.length, start = 0, end = data.length): void {
     this.begun++;
     this.append(header, 0, headerLen);
+    this.append(data, start, end);
+  }
+
+  /** (The writing thread computes the CRC32s as for any entry.) */
+  copyEntries(data: Buffer, start: number, end: number, _slots: Uint32Array, _crcs: Uint32Array, n: number): void {
+    this.begun += n;
     this.append(data, start, end);
   }
 

@@ -81,6 +81,13 @@ class ChangedTee implements PackSink {
     this.sent++;
   }
 
+  /** Entries copied unchanged are never sent: git's check is for what was written anew. */
+  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void {
+    for (let k = 0; k < n; k++) if (this.sel[slots[k]!] !== 0) throw new Error(`entry ${slots[k]} is to be checked by git but was copied unchanged`);
+    this.sending = false;
+    this.inner.copyEntries(data, start, end, slots, crcs, n);
+  }
+
   appendToEntry(data: Buffer, slot: number, start = 0, end = data.length): void {
     this.inner.appendToEntry(data, slot, start, end);
     if (this.sending) this.put(data, start, end);

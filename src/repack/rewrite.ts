@@ -3,8 +3,8 @@ import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { OBJ_OFS_DELTA, checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
-import { encodeEntryHeader, encodeOfsDistance, MAX_ENTRY_HEADER } from '../format/pack.js';
+import { checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
+import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { readLooseFile, readLooseHeader, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
 import type { ObjectDatabase } from '../store/odb.js';
@@ -24,6 +24,7 @@ import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceE
 import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
+import { CopyRun, writtenHeader } from './copy-run.js';
 import type { RewriteOptions, RewriteResult } from './options.js';
 
 export type { PartitionInput } from './plan.js';
@@ -66,6 +67,7 @@ interface InFlight {
   rawStart: Uint32Array;
   headerLen: Uint8Array;
   rawLen: Uint32Array;
+  crc: Uint32Array;
   /** Source bytes read for it. */
   bytes: number;
 }
@@ -95,6 +97,7 @@ class PartitionRewrite {
   private readonly outOffset: Offsets;
   private readonly outCrc: Uint32Array;
   private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
+  private readonly copies = new CopyRun(BATCH_MAX);
   /** Dictionary of each kind in the output (zstd), and the one zstd source pack. */
   private readonly outDictOfKind: number[];
   private readonly zsrc: Pack | undefined;
@@ -242,9 +245,9 @@ class PartitionRewrite {
 
   /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
   private emit(sink: RewriteOutput['sink'], s: number, type: number, size: number, baseSel: number, data: Buffer, start: number, end: number): void {
+    this.copies.flush(sink);
     const offset = sink.offset;
-    let hl = encodeEntryHeader(baseSel >= 0 ? OBJ_OFS_DELTA : type, size, this.hdr, 0);
-    if (baseSel >= 0) hl += encodeOfsDistance(offset - this.outOffset[baseSel]!, this.hdr, hl);
+    const hl = writtenHeader(this.hdr, type, size, offset, baseSel >= 0 ? this.outOffset[baseSel]! : -1);
     this.outOffset[s] = offset;
     sink.writeEntry(this.hdr, data, s, hl, start, end);
   }
@@ -342,9 +345,16 @@ class PartitionRewrite {
           stats.copied++;
           countType(stats.reencoded, type, -1);
         }
-        this.emit(sink, s, type, r.size[i]!, plan.base[s]!, src, b.rawStart[i]! + b.headerLen[i]!, b.rawStart[i]! + b.rawLen[i]!);
+        const rs = b.rawStart[i]!;
+        const base = plan.base[s]!;
+        const at = sink.offset + this.copies.pending;
+        if (mode === COPY_CRC && CopyRun.unchanged(this.hdr, src, rs, b.headerLen[i]!, type, r.size[i]!, at, base >= 0 ? this.outOffset[base]! : -1)) {
+          this.outOffset[s] = at;
+          this.copies.add(sink, src, rs, rs + b.rawLen[i]!, s, b.crc[i]!);
+        } else this.emit(sink, s, type, r.size[i]!, base, src, rs + b.headerLen[i]!, rs + b.rawLen[i]!);
       }
     }
+    this.copies.flush(sink);
   }
 
   /** An entry too long to hold, copied (git's write_reuse_object) or re-encoded a chunk at a time: streamed.ts. */
@@ -404,7 +414,7 @@ class PartitionRewrite {
     const { directs, read } = this.fillJob(job, from);
     job.buf = this.takeBuffer(read); // sized by what is read: a streamed entry's header only
     this.next = to;
-    const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice() };
+    const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice(), crc: job.crc.slice() };
     return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
   }
 

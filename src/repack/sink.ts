@@ -71,6 +71,9 @@ class CountingSink implements PackSink {
   appendToEntry(data: Buffer, _slot: number, start = 0, end = data.length): void {
     this.offset += end - start;
   }
+  copyEntries(_data: Buffer, start: number, end: number): void {
+    this.offset += end - start;
+  }
   finish(): Promise<Finished> {
     return Promise.reject(new Error('a dry run writes no pack'));
   }
