@@ -11,7 +11,7 @@ import { scanPack } from '../src/store/pack-scan.js';
 import { firstBlockCode } from '../src/format/zlib-stored.js';
 import { OidTable } from '../src/hash/oid-table.js';
 import { sortIds } from '../src/hash/sort.js';
-import { encodeIdxV2, parseIdx } from '../src/format/idx.js';
+import { encodeIdxV2, firstUnsortedId, parseIdx } from '../src/format/idx.js';
 import { encodeRev, packOrderFromOffsets, parseRev } from '../src/format/rev.js';
 import { encodeEntryHeader, encodeOfsDistance, encodePackHeader, ofsDistanceLength, parseEntryHeader } from '../src/format/pack.js';
 import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
@@ -83,6 +83,20 @@ describe('idx', () => {
     expect([...back.crcArray()]).toEqual([...crcs]);
     expect(back.largeOffsets).toBe(Math.ceil(n / 3));
     expect(crypto.createHash('sha1').update(out.subarray(0, out.length - 20)).digest().equals(out.subarray(out.length - 20))).toBe(true);
+  });
+
+  it('firstUnsortedId finds ids out of order or repeated where only their last bytes differ', () => {
+    // Ids that share their first 19 bytes, so that nothing but the full comparison decides.
+    const make = (lasts: number[]) => {
+      const n = lasts.length;
+      const ids = Buffer.alloc(n * 20, 0xab);
+      lasts.forEach((b, i) => (ids[i * 20 + 19] = b));
+      return parseIdx(encodeIdxV2({ count: n, ids, offsets: new Float64Array(n).map((_, i) => 12 + i), crcs: new Uint32Array(n) }, Buffer.alloc(20), SHA1), SHA1, 'x.idx');
+    };
+    // The expected position: the first i whose id does not compare greater than the one before (Buffer.compare).
+    const expected = (lasts: number[]) => lasts.findIndex((b, i) => i > 0 && Buffer.compare(Buffer.from([lasts[i - 1]!]), Buffer.from([b])) >= 0);
+    for (const lasts of [[1, 2, 3, 4], [1, 3, 2, 4], [1, 2, 2, 3], [5, 4], [0, 255]]) expect(firstUnsortedId(make(lasts))).toBe(expected(lasts));
+    expect(expected([1, 3, 2, 4])).toBe(2);
   });
 
   it('rejects a non-monotonic fanout with the offset', () => {

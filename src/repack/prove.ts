@@ -45,9 +45,9 @@ export function proveWritten(
   let done = 0;
   scanEntries(
     np,
-    (j, off, raw, whole) => {
-      if ((whole?.crc ?? crc32(raw)) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`, { file: np.packPath, offset: off, detail: 'does not read back as written' });
-      parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), len, np.packPath, off);
+    (j, off, buf, start, end, _rank, whole) => {
+      if ((whole?.crc ?? crc32(buf.subarray(start, end))) !== idx.crc(j)) throw new GitError('verify-failed', `new pack ${np.packPath} does not read back as written at offset ${off}`, { file: np.packPath, offset: off, detail: 'does not read back as written' });
+      parseEntryHeader(buf, start, Math.min(end, start + MAX_ENTRY_HEADER), len, np.packPath, off);
       if ((++done & 0xffff) === 0) onProgress?.('validating', done, n);
     },
     undefined,

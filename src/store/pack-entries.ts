@@ -12,8 +12,10 @@ const HEAD_BYTES = MAX_ENTRY_HEADER + 8;
 const HEAD_ONLY_ABOVE = 64 << 10;
 
 /**
- * Visits every entry in pack order with its raw bytes, reading the pack in large sequential
- * chunks (an entry larger than a chunk is read on its own). `raw` is only valid in the callback.
+ * Visits every entry in pack order (`rank`) with its raw bytes `buf[start, end)`, reading the pack
+ * in large sequential chunks (an entry larger than a chunk is read on its own). `buf` is only
+ * valid in the callback, and holds other entries' bytes around them: no view of each entry is
+ * made (a view per entry was a fifth of the scan's time on 53k entries).
  * `onBytes`, when given, sees every byte from offset 12 to the end of the last entry exactly
  * once and in order (for hashing the pack in the same pass). `large` says what becomes of an
  * entry larger than a chunk:
@@ -27,7 +29,7 @@ const HEAD_ONLY_ABOVE = 64 << 10;
  */
 export function scanEntries(
   pack: Pack,
-  visit: (j: number, offset: number, raw: Buffer, whole?: { len: number; crc: number }) => void,
+  visit: (j: number, offset: number, buf: Buffer, start: number, end: number, rank: number, whole?: { len: number; crc: number }) => void,
   chunkSize = SEQUENTIAL_CHUNK,
   onBytes?: (bytes: Buffer) => void,
   large: 'whole' | 'stream' | 'head' = 'whole',
@@ -50,7 +52,7 @@ export function scanEntries(
     }
     if (head !== undefined && len > HEAD_ONLY_ABOVE && (off < chunkStart || end > chunkStart + chunkLen)) {
       const n = Math.min(len, HEAD_BYTES);
-      visit(j, off, pack.read(off, n, head.subarray(0, n)), { len, crc: NaN });
+      visit(j, off, pack.read(off, n, head.subarray(0, n)), 0, n, i, { len, crc: NaN });
       continue;
     }
     if (len > chunkSize && large === 'stream') {
@@ -65,7 +67,7 @@ export function scanEntries(
         if (onBytes && off === fed) onBytes(piece);
       }
       if (onBytes && off === fed) fed = end;
-      visit(j, off, head, { len, crc });
+      visit(j, off, head, 0, head.length, i, { len, crc });
       continue;
     }
     if (len > chunkSize) {
@@ -74,7 +76,7 @@ export function scanEntries(
         onBytes(big);
         fed = end;
       }
-      visit(j, off, big);
+      visit(j, off, big, 0, big.length, i);
       continue;
     }
     if (off < chunkStart || end > chunkStart + chunkLen) {
@@ -87,6 +89,6 @@ export function scanEntries(
         fed = chunkStart + chunkLen;
       }
     }
-    visit(j, off, chunk.subarray(off - chunkStart, end - chunkStart));
+    visit(j, off, chunk, off - chunkStart, end - chunkStart, i);
   }
 }

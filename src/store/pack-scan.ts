@@ -78,10 +78,10 @@ export function scanPack(
     opts.onProblem({ file, offset: pack.dataStart, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
   }
   const zstd = pack.isZpack;
-  scanEntries(pack, (j, off, raw, whole) => {
+  scanEntries(pack, (j, off, buf, start, end, rank, whole) => {
     if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
     if (checkCrc) {
-      const c = whole?.crc ?? crc32(raw);
+      const c = whole?.crc ?? crc32(buf.subarray(start, end));
       const want = idx.crc(j);
       if (c !== want) {
         opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${want.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
@@ -89,7 +89,7 @@ export function scanPack(
     }
     let h;
     try {
-      h = parseEntryHeader(raw, 0, Math.min(raw.length, MAX_ENTRY_HEADER), pack.algo.len, file, off);
+      h = parseEntryHeader(buf, start, Math.min(end, start + MAX_ENTRY_HEADER), pack.algo.len, file, off);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
       opts.onProblem({ file, offset: off, message: e.detail });
@@ -97,7 +97,7 @@ export function scanPack(
     }
     // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
     // refused before anyone allocates for it.
-    const dataLen = (whole?.len ?? raw.length) - h.headerLen;
+    const dataLen = (whole?.len ?? end - start) - h.headerLen;
     if (h.size > dataLen * (zstd ? 32768 : 1032) + 1024) {
       opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of ${zstd ? 'zstd' : 'zlib'} data` });
       return;
@@ -105,20 +105,20 @@ export function scanPack(
     scan.type[j] = h.type;
     if (h.size > 0xffffffff && scan.size instanceof Uint32Array) scan.size = Float64Array.from(scan.size);
     scan.size[j] = h.size;
-    if (census > 0) zlibCensus(scan, j, raw, h.headerLen, dataLen, h.size, zstd);
+    if (census > 0) zlibCensus(scan, j, buf, start, end, h.headerLen, dataLen, h.size, zstd);
     if (h.type === OBJ_OFS_DELTA) {
-      const b = pack.positionOf(off - h.baseDistance);
+      const b = pack.positionOf(off - h.baseDistance, rank);
       if (b < 0) {
         opts.onProblem({ file, offset: off, message: `delta base offset ${off - h.baseDistance} is not the start of an entry` });
         return;
       }
       scan.parent[j] = b;
     } else if (h.type === OBJ_REF_DELTA) {
-      const b = pack.idx.find(raw, h.baseIdPos);
+      const b = pack.idx.find(buf, h.baseIdPos);
       if (b >= 0) scan.parent[j] = b;
       else {
         scan.parent[j] = EXTERNAL_PARENT;
-        scan.externalBase.set(j, Buffer.from(raw.subarray(h.baseIdPos, h.baseIdPos + pack.algo.len)));
+        scan.externalBase.set(j, Buffer.from(buf.subarray(h.baseIdPos, h.baseIdPos + pack.algo.len)));
       }
     } else {
       scan.parent[j] = NO_PARENT;
@@ -128,11 +128,12 @@ export function scanPack(
 }
 
 /** Entry `j`'s header length and what its zlib stream starts with (the rewrite's plan and inspect read them). */
-function zlibCensus(scan: PackScan, j: number, raw: Buffer, headerLen: number, dataLen: number, size: number, zstd: boolean): void {
+function zlibCensus(scan: PackScan, j: number, buf: Buffer, start: number, end: number, headerLen: number, dataLen: number, size: number, zstd: boolean): void {
   scan.headerLen[j] = headerLen;
-  const z0 = zstd ? undefined : raw[headerLen];
-  const z1 = raw[headerLen + 1];
-  const z2 = raw[headerLen + 2];
+  const at = start + headerLen;
+  const z0 = zstd || at >= end ? undefined : buf[at];
+  const z1 = at + 1 < end ? buf[at + 1] : undefined;
+  const z2 = at + 2 < end ? buf[at + 2] : undefined;
   if (z0 === undefined || z1 === undefined || (z0 & 0x0f) !== 8 || ((z0 << 8) | z1) % 31 !== 0) {
     scan.block[j] = BLOCK_NOT_ZLIB;
   } else {

@@ -22,17 +22,12 @@ export interface RawEntry {
 }
 
 const SCRATCH = 1 << 20;
-/**
- * Sequential passes (scan, checksums) read 1 MiB at a time: as fast as 8 MiB here, and a read
- * buffer left for the GC is small (nothing forces a collection: see docs/decisions.md, "No
- * forced GC").
- */
+/** Sequential passes (scan, checksums) read 1 MiB at a time: as fast as 8 MiB here, and a read buffer left
+ *  for the GC is small (nothing forces a collection: see docs/decisions.md, "No forced GC"). */
 export const SEQUENTIAL_CHUNK = 1 << 20;
 
-/**
- * A `.pack` and its `.idx` (and `.rev` when present). The pack is read with positioned reads of
- * exactly the bytes an entry spans (known from the sorted offsets), never whole into memory.
- */
+/** A `.pack` and its `.idx` (and `.rev` when present). The pack is read with positioned reads of exactly
+ *  the bytes an entry spans (known from the sorted offsets), never whole into memory. */
 export class Pack {
   readonly name: string;
   readonly idx: PackIndex;
@@ -289,12 +284,15 @@ export class Pack {
     });
   }
 
-  /** Idx position of the entry that starts at `offset`, or -1 (an OFS_DELTA base is named by offset only). */
-  positionOf(offset: number): number {
+  /** Idx position of the entry at `offset`, or -1 (an OFS_DELTA base is named by offset only), among the first
+   *  `below` in pack order, searched back from there by doubling steps (a base is most often just before). */
+  positionOf(offset: number, below = this.order.length): number {
     const order = this.order;
     const offs = this.idx.offsets;
-    let lo = 0;
-    let hi = order.length - 1;
+    let hi = below - 1;
+    let lo = hi - 1;
+    for (let step = 2; lo > 0 && offs[order[lo]!]! > offset; step *= 2) (hi = lo - 1), (lo -= step);
+    lo = Math.max(lo, 0);
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
       const v = offs[order[mid]!]!;
