@@ -98,6 +98,8 @@ class PartitionRewrite {
   private readonly outCrc: Uint32Array;
   private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
   private readonly copies = new CopyRun(BATCH_MAX);
+  /** Slots git's check is sent (non-zero): never part of a run of copies (an entry whose type was unknown when they were chosen may yet be copied). */
+  private sent: Uint8Array | undefined;
   /** Dictionary of each kind in the output (zstd), and the one zstd source pack. */
   private readonly outDictOfKind: number[];
   private readonly zsrc: Pack | undefined;
@@ -155,6 +157,7 @@ class PartitionRewrite {
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written; which entries get new bytes.
     const changed = opts.changedCheck !== undefined && !opts.dryRun && opts.zpack === undefined ? new Uint8Array(plan.n) : undefined;
+    this.sent = changed;
     // (A zstd pack goes elsewhere (-o): only what it would hold whole over the bound is refused.)
     const estimate = opts.dryRun ? 0 : outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts), changed);
     if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), estimate, 'the new pack');
@@ -348,7 +351,7 @@ class PartitionRewrite {
         const rs = b.rawStart[i]!;
         const base = plan.base[s]!;
         const at = sink.offset + this.copies.pending;
-        if (mode === COPY_CRC && CopyRun.unchanged(this.hdr, src, rs, b.headerLen[i]!, type, r.size[i]!, at, base >= 0 ? this.outOffset[base]! : -1)) {
+        if (mode === COPY_CRC && (this.sent === undefined || this.sent[s] === 0) && CopyRun.unchanged(this.hdr, src, rs, b.headerLen[i]!, type, r.size[i]!, at, base >= 0 ? this.outOffset[base]! : -1)) {
           this.outOffset[s] = at;
           this.copies.add(sink, src, rs, rs + b.rawLen[i]!, s, b.crc[i]!);
         } else this.emit(sink, s, type, r.size[i]!, base, src, rs + b.headerLen[i]!, rs + b.rawLen[i]!);
