@@ -94,6 +94,9 @@ export function storedZlib(data: Uint8Array): Buffer {
   return out;
 }
 
+/** Buffer's compare of two ranges, for any Uint8Array as `this` (no view of either range). */
+const compareRanges = Buffer.prototype.compare as (this: Uint8Array, target: Uint8Array, targetStart: number, targetEnd: number, sourceStart: number, sourceEnd: number) => number;
+
 /**
  * Inflates a stream made only of stored blocks and compares it with `plain` without zlib: the
  * block framing (LEN/NLEN), the content and the Adler-32 must all agree. Returns false for any
@@ -113,7 +116,8 @@ export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: 
     if ((len ^ 0xffff) !== nlen) return false;
     p += 5;
     if (p + len > stream.length || i + len > plain.length) return false;
-    if (Buffer.compare(stream.subarray(p, p + len), plain.subarray(i, i + len)) !== 0) return false;
+    // (by ranges: a view of each side per block was a tenth of what a rewrite's batches allocated)
+    if (compareRanges.call(stream, plain, i, i + len, p, p + len) !== 0) return false;
     p += len;
     i += len;
     if (head & 1) break;

@@ -268,13 +268,16 @@ function computeWriteOrder(plan: Plan): void {
   const state = new Uint8Array(n); // 0 new, 1 on the chain being placed, 2 placed
   const depth = new Uint16Array(n);
   let placed = 0;
+  // The chain being placed, in its first `top` places (never shrunk: emptied and grown again for
+  // each object, it was most of what planning allocated).
   const chain: number[] = [];
+  let top = 0;
   for (let s0 = 0; s0 < n; s0++) {
     if (state[s0] === 2) continue;
-    chain.length = 0;
+    top = 0;
     let cur = s0;
     state[cur] = 1;
-    chain.push(cur);
+    chain[top++] = cur;
     for (;;) {
       const b = base[cur]!;
       if (b < 0 || state[b] === 2) break;
@@ -283,10 +286,10 @@ function computeWriteOrder(plan: Plan): void {
         break;
       }
       state[b] = 1;
-      chain.push(b);
+      chain[top++] = b;
       cur = b;
     }
-    for (let k = chain.length - 1; k >= 0; k--) {
+    for (let k = top - 1; k >= 0; k--) {
       const s = chain[k]!;
       const b = base[s]!;
       if (b >= 0) {

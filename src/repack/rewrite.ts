@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { checkObjectId, isBaseType, isDelta } from '../format/object-type.js';
+import { checkObjectId, isDelta } from '../format/object-type.js';
 import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { readLooseFile, readLooseHeader, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
@@ -16,14 +16,15 @@ import { COPY_CRC, COPY_INFLATE, COPY_STREAM, REENCODE_STREAM, emptyJob, REENCOD
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
-import { DEFAULT_AUTO_RULE, directEncoding, encodingFor, mayKeep, type AutoRule, type EntryEncoding, type Targets } from './encoding.js';
-import { blockOf, entryEnd, flevelOf, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
+import { DEFAULT_AUTO_RULE, directEncoding, type AutoRule, type Targets } from './encoding.js';
+import { entryEnd, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
 import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode, zstdStreaming, type Room } from './streamed.js';
 import { sameAsSource } from './unchanged.js';
 import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
+import { EntryClassifier, type Decision } from './classify.js';
 import { CopyRun, writtenHeader } from './copy-run.js';
 import type { RewriteOptions, RewriteResult } from './options.js';
 
@@ -98,6 +99,7 @@ class PartitionRewrite {
   private readonly outCrc: Uint32Array;
   private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
   private readonly copies = new CopyRun(BATCH_MAX);
+  private readonly classifier: EntryClassifier;
   /** Slots git's check is sent (non-zero): never part of a run of copies (an entry whose type was unknown when they were chosen may yet be copied). */
   private sent: Uint8Array | undefined;
   /** Dictionary of each kind in the output (zstd), and the one zstd source pack. */
@@ -133,6 +135,7 @@ class PartitionRewrite {
     this.outOffset = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
     this.outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
     this.outType = new Uint8Array(n);
+    this.classifier = new EntryClassifier(plan, this.targets, this.outType, this.usesAuto);
     const zout = opts.zpack;
     this.outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
     this.zsrc = plan.input.packs.find((p) => p.isZpack);
@@ -223,23 +226,12 @@ class PartitionRewrite {
     return changed?.includes(1) === true ? withChangedCheck(pack, changed, opts.algo, opts.changedCheck!) : pack();
   }
 
-  /** What happens to a pack entry: its type, its encoding (encoding.ts), and whether a re-encode may keep it. */
-  private classify(s: number): { type: number; mayKeep: boolean } & EntryEncoding {
-    const { plan } = this;
-    const pi = plan.srcPack[s]!;
-    const j = plan.srcIdx[s]!;
-    const b = plan.base[s]!;
-    const type = b >= 0 ? this.outType[b]! : typeOf(plan, pi, j);
-    if (!isBaseType(type)) throw corrupt('bad-pack', plan.input.packs[pi]!.packPath, plan.input.packs[pi]!.idx.offsets[j]!, 'delta chain does not end in an object');
-    this.outType[s] = type;
-    const size = this.usesAuto ? plan.scans[pi]!.size[j]! : 0;
-    const stream = { flevel: flevelOf(plan, pi, j), block: blockOf(plan, pi, j), dataLen: plan.entryLen[pi]![j]! - headerLenOf(plan, pi, j), size };
-    const enc = encodingFor(this.targets, type, stream);
-    return { type, mayKeep: mayKeep(enc, stream), ...enc };
+  private classify(s: number): Decision {
+    return this.classifier.classify(s);
   }
 
   /** The same, counted in the stats. */
-  private decide(s: number): { type: number } & EntryEncoding {
+  private decide(s: number): Decision {
     const d = this.classify(s);
     if (d.copy) this.stats.copied++;
     else countType(this.stats.reencoded, d.type, 1);
@@ -375,7 +367,7 @@ class PartitionRewrite {
       return zstdStreaming(e, type, delta, size, { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT }, this.opts.algo, begin, append);
     }
     const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
-    await reencodeStreaming(e, type, size, this.classify(s), this.opts.algo, zstd, begin, append, this.room);
+    await reencodeStreaming(e, type, size, { ...this.classify(s) }, this.opts.algo, zstd, begin, append, this.room);
   }
 
   /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
