@@ -34,4 +34,9 @@ if (main === undefined) {
 }
 const { run } = main;
 
+// Once nothing is left to do (no I/O, timer or child pending: the event loop is empty), the
+// process ends there: Node's own teardown of the heap and environment took 15 ms of a 0.57 s
+// rewrite of jq (9 interleaved runs). Output is written synchronously on Linux (files, pipes,
+// terminals), so nothing is cut short.
+process.on('beforeExit', (code) => process.exit(code));
 await run();

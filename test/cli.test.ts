@@ -252,6 +252,23 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     }
   });
 
+  it('ends as soon as its work is done, yet output a slow pipe has not read yet is all delivered', () => {
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
+    try {
+      // 3000 lines of 41 bytes: about twice a pipe's buffer, read only after a pause.
+      const paths = Array.from({ length: 3000 }, (_, i) => path.join(tmp, `f${i}`));
+      paths.forEach((p, i) => fs.writeFileSync(p, `${i}\n`));
+      fs.writeFileSync(path.join(tmp, 'paths'), paths.join('\n') + '\n');
+      const r = run('sh', ['-c', `'${LAUNCHER}' hash-object --stdin-paths < paths | (sleep 1; cat)`], tmp, {});
+      expect(r.status).toBe(0);
+      const want = spawnSync('git', ['hash-object', '--stdin-paths'], { cwd: tmp, input: fs.readFileSync(path.join(tmp, 'paths')), encoding: 'utf8' }).stdout;
+      expect(want.split('\n').length).toBe(3001);
+      expect(r.stdout).toBe(want);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it('node starts without NODE_EXTRA_CA_CERTS (it would read the file first); git gets it back as given', () => {
     const repo = useFixtureCopy('basic');
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
