@@ -10,6 +10,8 @@ import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { tool, toolOk } from './helpers/tool.js';
 import { toolFault } from './helpers/faults.js';
 import { forge, OBJ, objectId } from './helpers/forge.js';
+import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
+import { emptyJob, transferList } from '../src/repack/batch.js';
 
 type TypeName = 'commit' | 'tree' | 'blob' | 'tag';
 
@@ -281,6 +283,30 @@ describe('worker threads change nothing but the speed', () => {
       for (const pack of listPacks(b)) expectGitIndexes(b, pack);
     });
   }
+});
+
+describe('what goes to a worker thread is moved, not copied', () => {
+  it("a job's and a result's own buffers are transferred; a view into Node's pool never is", () => {
+    const job = emptyJob(3, new ArrayBuffer(64), new ArrayBuffer(32), { hashLen: 20, files: [{ path: 'p', fd: 0 }], zstdIn: true, zstdOut: false, maxLen: true });
+    const list = transferList(job);
+    // Every typed array of the job and both buffers, each once; nothing shared with anything else.
+    const own = Object.values(job).flatMap((v) => (v instanceof ArrayBuffer ? [v] : ArrayBuffer.isView(v) ? [v.buffer] : []));
+    expect(new Set(list)).toEqual(new Set(own));
+    expect(list.length).toBe(new Set(list).size);
+    // A small Buffer is a slice of Node's shared pool: moving it would empty every other one.
+    const pooled = Buffer.from('abc');
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
+    const result = { buf: new ArrayBuffer(8), out: new ArrayBuffer(8), outStart: new Uint32Array(1), outLen: new Uint32Array(1), size: new Float64Array(1), kept: pooled };
+    expect(transferList(result)).not.toContain(pooled.buffer);
+    expect(transferList(result)).toHaveLength(5);
+    // And postMessage takes the list: the job arrives whole on the other side, the buffers detached here.
+    const { port1, port2 } = new MessageChannel();
+    port1.postMessage(job, list);
+    const got = receiveMessageOnPort(port2)!.message as typeof job;
+    port1.close();
+    expect(got.rawStart.length).toBe(3);
+    expect(job.rawStart.length).toBe(0);
+  });
 });
 
 describe('every delta is kept, on the base it had', () => {

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { runBatch, setBatchDicts, type BatchJob, type BatchResult } from './batch.js';
+import { runBatch, setBatchDicts, transferList, type BatchJob, type BatchResult } from './batch.js';
 
 /** GIT_REPACK_TS_THREADS: a forced number of worker threads (tests, benchmarks), at most 16. */
 export function forcedThreads(env: NodeJS.ProcessEnv): number | undefined {
@@ -74,7 +74,7 @@ export class BatchPool {
     const w = this.workers[this.rr++ % this.workers.length]!;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, job }, job.spare !== undefined ? [job.buf, job.spare] : [job.buf]);
+      w.postMessage({ id, job }, transferList(job));
     });
   }
 
