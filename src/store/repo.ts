@@ -34,8 +34,11 @@ export interface DiscoverOptions {
    * no ownership check (callers that pass an explicit git dir, which git trusts too).
    */
   euid?: number | undefined;
-  /** Reads the configuration without `git config` when it can (undefined: git is asked). */
-  readConfig?: (commonDir: string, env: NodeJS.ProcessEnv) => GitConfig | undefined;
+  /**
+   * Reads the configuration without `git config` when it can (undefined: git is asked): the
+   * repository's with its common dir, the protected scopes alone without one.
+   */
+  readConfig?: (commonDir: string | undefined, env: NodeJS.ProcessEnv) => GitConfig | undefined;
 }
 
 function isDir(p: string): boolean {
@@ -138,12 +141,14 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
         break;
       }
       if (isGitDirectory(d, env)) {
-        // One `git config` for both the protected configuration and the repository's own, when
-        // the directory is ours (git reads no configuration of a repository it may refuse) and no
-        // GIT_CONFIG names a file that would stand in for the scopes. (A configuration git cannot
-        // read is left to the two calls, which say so in git's order.)
-        if (opts.readConfig === undefined && env.GIT_CONFIG === undefined && (opts.euid === undefined || isPathOwnedByCurrentUser(d, { euid: opts.euid, env }))) scoped = loadScoped(d, env);
-        ensureImplicitBareAllowed(d, env, scoped?.protected);
+        // The protected configuration read without git when it is plain, else one `git config`
+        // for both it and the repository's own, when the directory is ours (git reads no
+        // configuration of a repository it may refuse) and no GIT_CONFIG names a file that would
+        // stand in for the scopes. (A configuration git cannot read is left to the two calls,
+        // which say so in git's order.)
+        const plainProtected = opts.readConfig?.(undefined, env);
+        if (plainProtected === undefined && env.GIT_CONFIG === undefined && (opts.euid === undefined || isPathOwnedByCurrentUser(d, { euid: opts.euid, env }))) scoped = loadScoped(d, env);
+        ensureImplicitBareAllowed(d, env, scoped?.protected ?? plainProtected);
         owned({ gitdir: d }, d);
         found = d;
         break;
