@@ -230,6 +230,30 @@ describe('what stays and what goes', () => {
     const viaC = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env: { GIT_CONFIG_PARAMETERS: "'pack.blobcompression'='3'" } }));
     expect(viaC.levels.blob).toBe(3);
   });
+
+  it('config files we read without git say what git reads in them, and those we cannot are left to git', () => {
+    const repo = useFixtureCopy('basic');
+    const dotgit = path.join(repo, '.git');
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-home-'));
+    try {
+      const global = path.join(home, 'gitconfig');
+      // Plain files (read by us): the global file, then the repository's, in git's order.
+      fs.writeFileSync(global, '[pack]\n\tgraphCompression = 1\n\ttreeCompression = 2\n');
+      gitOk(['config', 'pack.treeCompression', '7'], { cwd: repo });
+      const env = { GIT_CONFIG_GLOBAL: global };
+      const levels = () => JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env })).levels;
+      const gitSays = (key: string) => Number(gitOk(['config', key], { cwd: repo, env }).trim());
+      expect(levels()).toMatchObject({ commit: gitSays('pack.graphCompression'), tree: gitSays('pack.treeCompression') });
+      expect(levels()).toMatchObject({ commit: 1, tree: 7 });
+      // An include, a quoted value with a comment: only git reads those.
+      fs.writeFileSync(path.join(dotgit, 'more'), '[pack]\n\ttreeCompression = "3" ; a comment\n');
+      fs.appendFileSync(path.join(dotgit, 'config'), '[include]\n\tpath = more\n');
+      expect(gitSays('pack.treeCompression')).toBe(3);
+      expect(levels()).toMatchObject({ commit: 1, tree: 3 });
+    } finally {
+      fs.rmSync(home, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('bad levels and options', () => {
