@@ -269,6 +269,25 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     }
   });
 
+  it('ends even when a V8 background task waits for a collection at exit (nodejs/node#54918)', () => {
+    // --stress-concurrent-allocation keeps background threads allocating, each asking the main
+    // thread for a collection: a process that waits for them in Node's DrainTasks (an empty event
+    // loop) never ends. The build before this test hung in every one of 12 `walk`s so; 3 here.
+    const repo = fixturePath('basic');
+    const counts = (out: string) => out.replace(/ in [0-9.]+ s$/m, ''); // walk's line ends with its time
+    const want = spawnSync(process.execPath, [BIN, 'walk'], { cwd: repo, env: gitEnv(), encoding: 'utf8' });
+    expect(want.status).toBe(0);
+    expect(counts(want.stdout)).toMatch(/^70 commits, 167 trees, 108 blobs, 4 tags, 0 missing; /);
+    for (let i = 0; i < 3; i++) {
+      const r = spawnSync(process.execPath, ['--stress-concurrent-allocation', BIN, 'walk'], {
+        cwd: repo, env: gitEnv(), encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL',
+      });
+      expect(r.signal).toBe(null);
+      expect(r.status).toBe(0);
+      expect(counts(r.stdout)).toBe(counts(want.stdout));
+    }
+  }, 90_000);
+
   it('node starts without NODE_EXTRA_CA_CERTS (it would read the file first); git gets it back as given', () => {
     const repo = useFixtureCopy('basic');
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));

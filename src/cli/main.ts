@@ -144,5 +144,15 @@ export async function run(): Promise<void> {
   // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
   // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
+  // What a pipe has not taken yet is still queued in Node (a full pipe: EAGAIN): it is written
+  // before we return, as the bin entry ends the process as soon as we do. A reader gone (EPIPE)
+  // ends the wait too.
+  await Promise.all([drained(process.stdout), drained(process.stderr)]);
   process.exitCode = code;
+}
+
+/** Resolves once everything written to `stream` so far has left the process (or cannot). */
+function drained(stream: NodeJS.WriteStream): Promise<void> {
+  if (stream.writableLength === 0 || stream.destroyed) return Promise.resolve();
+  return new Promise((resolve) => stream.write('', () => resolve()));
 }
