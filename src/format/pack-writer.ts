@@ -62,7 +62,10 @@ export class PackFileWriter implements PackSink {
     private readonly crcs: Uint32Array,
     /** Another header than git's `PACK` one (the zstd pack's). */
     header?: Buffer,
-    bufferSize = 4 << 20,
+    // 1 MiB, not 4: each page of a new buffer costs a page fault the first time it is written,
+    // 13 µs each on this machine (a Firecracker VM: 3.2 ms per MiB first touched, 0.05 ms after);
+    // jq's rewrite faulted 930 times less, 3 MiB lower peak (docs/decisions.md, "First touch").
+    bufferSize = 1 << 20,
   ) {
     // 0o444 like git's pack files; the fd stays writable since we opened it.
     this.fd = openSync(path, 'wx', 0o444);
