@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vites
 import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, gitOkBuffer, listPacks, objectSet, verifyPack, type VerifyPackEntry } from './helpers/git.js';
 import { entryZlibInfo, flipByte } from './helpers/pack-bytes.js';
 import { leftovers } from './helpers/faults.js';
+import { expectGitIndexes } from './helpers/git-indexes.js';
 import { BIN, tool } from './helpers/tool.js';
 import { repack } from '../src/commands/repack.js';
 import { discoverRepository } from '../src/store/repo.js';
@@ -337,5 +338,38 @@ describe('zstd-import of a 64 MiB blob of zeros (a frame of a few KiB) and a 3 M
       fs.rmSync(src, { recursive: true, force: true });
       fs.rmSync(target, { recursive: true, force: true });
     }
+  }, 60_000);
+});
+
+describe('a worker thread and this one sharing the re-encoding (--no-fsck)', () => {
+  it('the same pack, byte for byte, as without threads; git indexes it as we did', () => {
+    // 3000 commits, each with a tree and a blob: 9000 entries, three batches (at most 4096
+    // entries each): with one worker, the third is re-encoded on this thread (pool.ts).
+    const make = (): string => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-shared-batches-'));
+      gitOk(['init', '-q', '--bare', '.'], { cwd: dir });
+      gitOk(['symbolic-ref', 'HEAD', 'refs/heads/main'], { cwd: dir });
+      let stream = '';
+      for (let i = 0; i < 3000; i++) {
+        const msg = `commit ${i}\n`;
+        const content = `line ${i} of file ${i % 40}\n`.repeat(1 + (i % 7));
+        stream += `commit refs/heads/main\nmark :${i + 1}\ncommitter A <a@example.com> ${1_700_000_000 + i} +0000\ndata ${msg.length}\n${msg}`;
+        stream += `${i > 0 ? `from :${i}\n` : ''}M 100644 inline f${i % 40}\ndata ${content.length}\n${content}\n`;
+      }
+      gitOk(['fast-import', '--quiet'], { cwd: dir, input: stream });
+      gitOk(['repack', '-a', '-d', '-q'], { cwd: dir });
+      return dir;
+    };
+    const a = make();
+    const b = make();
+    onTestFinished(() => [a, b].forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
+    const before = objectSet(a);
+    expect(before.length).toBe(9000);
+    const ra = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: a, env: { GIT_REPACK_TS_THREADS: '0' } }).stdout);
+    const rb = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '1' } }).stdout);
+    expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
+    expect(objectSet(b)).toEqual(before);
+    expect(fsckStrict(b)).toEqual({ status: 0, output: '' });
+    for (const pack of listPacks(b)) expectGitIndexes(b, pack);
   }, 60_000);
 });

@@ -7,6 +7,7 @@ import { FIXTURES, type FixtureName } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { countObjects, fsckStrict, git, gitOk, listPacks, objectSet, packDirOf, verifyPack } from './helpers/git.js';
 import { entryZlibInfo } from './helpers/pack-bytes.js';
+import { expectGitIndexes } from './helpers/git-indexes.js';
 import { tool, toolOk } from './helpers/tool.js';
 import { toolFault } from './helpers/faults.js';
 import { forge, OBJ, objectId } from './helpers/forge.js';
@@ -42,19 +43,6 @@ function flevel(level: number): number {
 function packFiles(repo: string): string[] {
   const dir = packDirOf(repo);
   return fs.existsSync(dir) ? fs.readdirSync(dir).sort() : [];
-}
-
-/** git's own index of our pack is byte-identical to ours, and so is its .rev. */
-function expectGitIndexes(repo: string, pack: string): void {
-  const base = pack.slice(0, -5);
-  const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-idx-'));
-  try {
-    gitOk(['index-pack', '--rev-index', '-o', path.join(tmp, 'g.idx'), pack], { cwd: repo });
-    expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(true);
-    if (fs.existsSync(base + '.rev')) expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(true);
-  } finally {
-    fs.rmSync(tmp, { recursive: true, force: true });
-  }
 }
 
 /** Everything git can say about a rewritten repository. */

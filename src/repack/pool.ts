@@ -13,12 +13,24 @@ export const THREADS_FROM = 200_000;
 
 /** Runs batches on worker threads (round robin), or inline when there are none. */
 export class BatchPool {
+  /** Batches handed out so far (which of them run on this thread: `inlineEvery`). */
+  private jobs = 0;
   private readonly workers: Worker[] = [];
   private readonly pending = new Map<number, { resolve: (r: BatchResult) => void; reject: (e: Error) => void }>();
   private nextId = 0;
   private rr = 0;
 
-  constructor(threads: number) {
+  /**
+   * `inlineEvery` = N > 0: besides the workers, this thread runs every Nth batch itself, in the
+   * time it would otherwise spend waiting for theirs. On git.git with one worker (two cores) the
+   * main thread waited 37 % of a `--no-fsck` rewrite while the worker inflated; taking every
+   * third batch: 4.89 → 4.22 s (4 interleaved rounds, docs/benchmarks.md §7f). Not while git reads
+   * the changed entries beside the rewrite: git needs that core then (validated: no gain).
+   */
+  constructor(
+    threads: number,
+    private readonly inlineEvery = 0,
+  ) {
     for (let i = 0; i < threads; i++) {
       const w = new Worker(new URL('./reencode-worker.js', import.meta.url));
       w.on('message', (m: { id: number; result: BatchResult }) => {
@@ -56,7 +68,7 @@ export class BatchPool {
   }
 
   run(job: BatchJob): Promise<BatchResult> {
-    if (this.workers.length === 0) {
+    if (this.workers.length === 0 || (this.inlineEvery > 0 && ++this.jobs % this.inlineEvery === 0)) {
       // A turn of the event loop per batch, as a worker's reply gives: a signal (Ctrl-C) or an
       // abort is then seen between batches, not once the whole rewrite is done (a run without
       // threads otherwise only awaits settled promises, and signal handlers never get to run).

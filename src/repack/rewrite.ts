@@ -51,6 +51,8 @@ const SPARE_BUFFERS = 2;
  * a time, not one per stage of the pipeline (normal batches never come near it).
  */
 const INFLIGHT_BYTES = 16 << 20;
+/** With worker threads and no git reading alongside, this thread re-encodes every third batch itself (pool.ts). */
+const INLINE_EVERY = 3;
 
 /**
  * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
@@ -169,7 +171,7 @@ class PartitionRewrite {
     // or a dry run counts copies it does not read, or a zstd pack streams by size.
     if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined && opts.zpack === undefined) for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
-    const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads));
+    const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads), changed === undefined ? INLINE_EVERY : 0);
     let output: RewriteOutput;
     try {
       output = this.openOutput(pool.threads > 0, changed);
