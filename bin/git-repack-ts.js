@@ -40,7 +40,8 @@ const { run } = main;
 // deadlock that ignores SIGTERM (nodejs/node#54918; 1 in 500 `verify` runs of the forged delta
 // chain here, every `walk` under node --stress-concurrent-allocation; docs/reliability.md).
 // process.exit does not go through that wait, and skips Node's teardown of the heap (15 ms of a
-// 0.57 s rewrite of jq). run() returns once every git it started has ended and its output is
-// written; output is synchronous on Linux (files, pipes, terminals), so nothing is cut short.
+// 0.57 s rewrite of jq). run() returns once every git it started has ended and what stdout and
+// stderr still held has been written (Node queues what a full pipe does not take), so nothing is
+// cut short.
 await run();
 process.exit();

@@ -11,7 +11,7 @@ export function forcedThreads(env: NodeJS.ProcessEnv): number | undefined {
 /** The fewest entries a rewrite starts worker threads for. */
 export const THREADS_FROM = 200_000;
 
-/** Runs batches on worker threads (round robin), or inline when there are none. */
+/** Runs batches on worker threads (round robin), or inline when there are none (and, if asked, a share of them inline beside the workers). */
 export class BatchPool {
   /** Batches handed out so far (which of them run on this thread: `inlineEvery`). */
   private jobs = 0;
