@@ -195,7 +195,7 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     }
   });
 
-  it('sets the malloc variables for node only (not for hash-object), keeps each one the user set, passes arguments intact, and starts node with its single-threaded collector', () => {
+  it('sets the malloc variables for node only (not for hash-object), keeps each one the user set, passes arguments intact, and starts node with its single-threaded collector and one V8 platform thread', () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-launcher-'));
     try {
       const log = fakeBin(tmp, 'node', 'exit 3');
@@ -214,11 +214,11 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       expect(e.status).toBe(3);
       const js = path.join(path.dirname(BIN), 'git-repack-ts.js');
       expect(fs.readFileSync(log, 'utf8')).toBe(
-        `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc ${js} two words --x=1\n` +
-          `65536|8388608|1|MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc ${js} y\n` +
-          `131072|4096||MALLOC_MMAP_THRESHOLD_ --single-threaded-gc ${js} z\n` +
-          `unset|unset|unset| --single-threaded-gc ${js} -C ${tmp} --git-dir=x hash-object -w\n` +
-          `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc ${js} -C hash-object verify\n`,
+        `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc --v8-pool-size=1 ${js} two words --x=1\n` +
+          `65536|8388608|1|MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc --v8-pool-size=1 ${js} y\n` +
+          `131072|4096||MALLOC_MMAP_THRESHOLD_ --single-threaded-gc --v8-pool-size=1 ${js} z\n` +
+          `unset|unset|unset| --single-threaded-gc --v8-pool-size=1 ${js} -C ${tmp} --git-dir=x hash-object -w\n` +
+          `131072|8388608|1|MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_ARENA_MAX --single-threaded-gc --v8-pool-size=1 ${js} -C hash-object verify\n`,
       );
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
