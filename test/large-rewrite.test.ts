@@ -341,7 +341,7 @@ describe('zstd-import of a 64 MiB blob of zeros (a frame of a few KiB) and a 3 M
   }, 60_000);
 });
 
-describe('a worker thread and this one sharing the re-encoding (--no-fsck)', () => {
+describe('a worker thread and this one sharing the re-encoding (--no-fsck), from git's pack and from ours', () => {
   it('the same pack, byte for byte, as without threads; git indexes it as we did', () => {
     // 3000 commits, each with a tree and a blob: 9000 entries, three batches (at most 4096
     // entries each): with one worker, the third is re-encoded on this thread (pool.ts).
@@ -368,6 +368,18 @@ describe('a worker thread and this one sharing the re-encoding (--no-fsck)', () 
     const ra = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: a, env: { GIT_REPACK_TS_THREADS: '0' } }).stdout);
     const rb = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '1' } }).stdout);
     expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
+    expect(objectSet(b)).toEqual(before);
+    expect(fsckStrict(b)).toEqual({ status: 0, output: '' });
+    for (const pack of listPacks(b)) expectGitIndexes(b, pack);
+    // From the packs just written (commits and trees stored), back to level 9: every one of them
+    // re-encoded again, in mixed batches again.
+    type Part = { newPack: string; stats: { reencoded: { commit: number; tree: number } } };
+    const again = (dir: string, threads: string): Part[] =>
+      JSON.parse(tool(['--json', '--graph-compression=9', '--no-fsck'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } }).stdout).partitions;
+    const [pa, pb] = [again(a, '0'), again(b, '1')];
+    expect(pb.map((p) => p.stats.reencoded)).toEqual([expect.objectContaining({ commit: 3000, tree: 3000 })]);
+    expect(pb.map((p) => p.newPack)).toEqual(pa.map((p) => p.newPack));
+    expect(pb[0]!.newPack).not.toBe(rb.partitions[0].newPack);
     expect(objectSet(b)).toEqual(before);
     expect(fsckStrict(b)).toEqual({ status: 0, output: '' });
     for (const pack of listPacks(b)) expectGitIndexes(b, pack);
