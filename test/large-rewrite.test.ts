@@ -341,7 +341,7 @@ describe('zstd-import of a 64 MiB blob of zeros (a frame of a few KiB) and a 3 M
   }, 60_000);
 });
 
-describe('a worker thread and this one sharing the re-encoding (--no-fsck), from git's pack and from ours', () => {
+describe('a worker thread and this one sharing the re-encoding (--no-fsck), from a pack git wrote and from one of ours', () => {
   it('the same pack, byte for byte, as without threads; git indexes it as we did', () => {
     // 3000 commits, each with a tree and a blob: 9000 entries, three batches (at most 4096
     // entries each): with one worker, the third is re-encoded on this thread (pool.ts).
