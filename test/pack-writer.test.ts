@@ -9,12 +9,24 @@ import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { MAX_ENTRY_HEADER, encodeEntryHeader, encodeOfsDistance } from '../src/format/pack.js';
 import { OBJ_BLOB, OBJ_OFS_DELTA } from '../src/format/object-type.js';
 import type * as Writer from '../src/format/pack-writer.js';
+import { armFaults, writeChunksSyncing } from '../src/store/files.js';
 // The threaded writer starts its thread from the built file next to it: use the build (typed
 // by its source, as dist carries no declarations).
-const { PackFileWriter, ThreadedPackWriter } = (await import('../dist/format/pack-writer.js' as string)) as typeof Writer;
+const { PackFileWriter, ThreadedPackWriter, syncAndClose } = (await import('../dist/format/pack-writer.js' as string)) as typeof Writer;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-writer-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** How many of this process's descriptors are open on `f`. */
+function openOn(f: string): number {
+  return fs.readdirSync('/proc/self/fd').filter((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/self/fd/${fd}`) === f;
+    } catch {
+      return false;
+    }
+  }).length;
+}
 
 /** Entries of every awkward size: empty data, one byte, exactly a buffer, spanning several. */
 function entries(seed: number, n: number, bufferSize: number): { header: Buffer; data: Buffer }[] {
@@ -105,19 +117,51 @@ describe('the threaded pack writer writes what the plain one writes', () => {
       tables.offsets[k] = t.offset;
       t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(100), k);
     }
-    const openOn = (f: string): number => fs.readdirSync('/proc/self/fd').filter((fd) => {
-      try {
-        return fs.readlinkSync(`/proc/self/fd/${fd}`) === f;
-      } catch {
-        return false;
-      }
-    }).length;
     expect(openOn(file)).toBe(1);
     await t.abort();
     // The writer closed its descriptor (not merely: the file can be deleted).
     expect(openOn(file)).toBe(0);
     fs.rmSync(file);
     expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it('the plain writer fsyncs after finish returns: the file is complete, its descriptor closed once durable resolves, and an fsync failure reaches durable', async () => {
+    const file = path.join(dir, 'plain-durable.pack');
+    const crcs = new Uint32Array(2);
+    const w = new PackFileWriter(file, SHA1, 2, crcs, undefined, 64);
+    const datas = [crypto.randomBytes(10), crypto.randomBytes(200)];
+    datas.forEach((d, k) => w.writeEntry(Buffer.from([0x30 | d.length % 16]), d, k));
+    const { checksum, durable } = await w.finish();
+    await durable;
+    expect(openOn(file)).toBe(0);
+    const bytes = fs.readFileSync(file);
+    // The trailer is the SHA-1 of everything before it (computed here, not by the writer).
+    expect(checksum.equals(crypto.createHash('sha1').update(bytes.subarray(0, -20)).digest())).toBe(true);
+    expect(bytes.subarray(-20).equals(checksum)).toBe(true);
+    // An fsync that fails (a descriptor already closed: EBADF) rejects, it is not swallowed.
+    const fd = fs.openSync(file, 'r');
+    fs.closeSync(fd);
+    await expect(syncAndClose(fd)).rejects.toMatchObject({ code: 'EBADF', syscall: 'fsync' });
+  });
+
+  it('writeChunksSyncing: the content is there at once, the descriptor is closed once the promise resolves; an injected fault before the fsync throws at once and leaves nothing open', async () => {
+    const file = path.join(dir, 'syncing.idx');
+    const done = writeChunksSyncing(file, (write) => {
+      write(Buffer.from('abc'));
+      write(Buffer.from('def'));
+    });
+    expect(fs.readFileSync(file, 'utf8')).toBe('abcdef');
+    await done;
+    expect(openOn(file)).toBe(0);
+    expect((fs.statSync(file).mode & 0o777).toString(8)).toBe((0o444 & ~process.umask()).toString(8));
+    const other = path.join(dir, 'syncing-fault.idx');
+    armFaults('fsync:eio', undefined);
+    try {
+      expect(() => writeChunksSyncing(other, (write) => write(Buffer.from('x')))).toThrow(/EIO.*fsync/);
+    } finally {
+      armFaults(undefined, undefined);
+    }
+    expect(openOn(other)).toBe(0);
   });
 
   // A real full disk (root only: a 64 KiB tmpfs); elsewhere this case is recorded as not run.

@@ -3,7 +3,7 @@ import { emitIdxV2, encodeIdxV2, type IdxSource, type Offsets } from '../format/
 import { encodeRev } from '../format/rev.js';
 import { PackFileWriter, ThreadedPackWriter, type Finished, type PackSink } from '../format/pack-writer.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
-import { writeChunksDurable, writeFileDurable } from '../store/files.js';
+import { writeChunksSyncing } from '../store/files.js';
 import { releaseNow } from '../release.js';
 
 /**
@@ -105,20 +105,36 @@ export function gitPackOutput(o: { tmp: { pack: string; idx: string; rev: string
     async complete(makeIndex) {
       const bytesOut = sink.offset + o.algo.len;
       const { checksum, durable, readBack } = await sink.finish();
-      const index = makeIndex();
-      // Streamed: an index is 28 bytes per object (SHA-1), never held whole.
-      writeChunksDurable(o.tmp.idx, (write) => emitIdxV2(index.source, checksum, o.algo, write), 0o444);
-      let revPath: string | undefined;
-      if (o.writeRev) {
-        writeFileDurable(o.tmp.rev, encodeRev(packOrderRanks(index), checksum, o.algo), 0o444);
-        revPath = o.tmp.rev;
+      const synced = [durable];
+      try {
+        const index = makeIndex();
+        // Streamed: an index is 28 bytes per object (SHA-1), never held whole. The three files'
+        // fsyncs run on libuv's threadpool while the proof reads the pack back; `durable` is
+        // all of them, awaited before anything is renamed (jq: 35 ms off the critical path).
+        synced.push(writeChunksSyncing(o.tmp.idx, (write) => emitIdxV2(index.source, checksum, o.algo, write), 0o444));
+        let revPath: string | undefined;
+        if (o.writeRev) {
+          const rev = encodeRev(packOrderRanks(index), checksum, o.algo);
+          synced.push(writeChunksSyncing(o.tmp.rev, (write) => write(rev), 0o444));
+          revPath = o.tmp.rev;
+        }
+        return {
+          bytesOut,
+          written: { packPath: o.tmp.pack, idxPath: o.tmp.idx, revPath, checksum, count: index.count, durable: allSynced(synced), readBack: readBack === undefined ? undefined : readBackTables(readBack, index) },
+        };
+      } catch (e) {
+        await Promise.allSettled(synced); // no file still open when the caller removes them
+        throw e;
       }
-      return {
-        bytesOut,
-        written: { packPath: o.tmp.pack, idxPath: o.tmp.idx, revPath, checksum, count: index.count, durable, readBack: readBack === undefined ? undefined : readBackTables(readBack, index) },
-      };
     },
   };
+}
+
+/** All of the files' fsyncs, marked handled (a failed run may never await it). */
+function allSynced(synced: Promise<void>[]): Promise<void> {
+  const all = Promise.all(synced).then(() => undefined);
+  all.catch(() => {});
+  return all;
 }
 
 /** Each pack-order position's id rank (the `.rev`'s content). */

@@ -2,6 +2,7 @@ import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync, renameSyn
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { forgetOnSignal, removeOnSignal } from '../cleanup.js';
+import { syncAndClose } from '../format/pack-writer.js';
 
 /** Marks our temporary files (`tmp_pack_rts<pid>_<rand>`): git gc treats `tmp_*` as garbage too. */
 export const TMP_TAG = 'rts';
@@ -90,6 +91,24 @@ export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): 
 
 /** The same for content produced piece by piece (`produce` calls `write` for each piece). */
 export function writeChunksDurable(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode = 0o444): void {
+  const fd = writeChunks(path, produce, mode);
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * `writeChunksDurable` whose fsync and close go on on libuv's threadpool: the promise resolves
+ * once the file is on disk, and must be awaited before the file counts (is renamed into place).
+ */
+export function writeChunksSyncing(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode = 0o444): Promise<void> {
+  return syncAndClose(writeChunks(path, produce, mode));
+}
+
+/** Exclusive create and write, up to the fsync (the fault points before it included); the fd is the caller's. */
+function writeChunks(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode: number): number {
   fault('create', path);
   const fd = openSync(path, 'wx', mode);
   try {
@@ -99,9 +118,10 @@ export function writeChunksDurable(path: string, produce: (write: (chunk: Uint8A
       while (done < data.length) done += writeSync(fd, data, done, data.length - done);
     });
     fault('fsync', path);
-    fsyncSync(fd);
-  } finally {
+    return fd;
+  } catch (e) {
     closeSync(fd);
+    throw e;
   }
 }
 
