@@ -36,9 +36,35 @@ export function scanEntries(
 ): void {
   if (large === 'head' && onBytes) throw new Error('scanEntries: a pass over headers only sees no bytes');
   const head = large === 'head' ? Buffer.allocUnsafe(HEAD_BYTES) : undefined;
+  const want = Math.min(chunkSize, Math.max(pack.dataEnd, 1));
+  // The last scan's chunk, when it is large enough: a new one costs a page fault per page the
+  // first time it is filled (4-5 ms a MiB on this machine's VM: docs/decisions.md, "First
+  // touch"), and a rewrite scans twice (its plan, its proof). Taken, not shared: a scan inside
+  // a visit gets a chunk of its own.
+  let chunk = spareChunk !== undefined && spareChunk.length >= want && spareChunk.length <= 2 * want ? spareChunk : Buffer.allocUnsafe(want);
+  if (chunk === spareChunk) spareChunk = undefined;
+  try {
+    scanChunks(pack, visit, chunkSize, onBytes, large, head, chunk, (c) => (chunk = c));
+  } finally {
+    if (chunk.length <= SEQUENTIAL_CHUNK) spareChunk = chunk;
+  }
+}
+
+/** Kept between scans (see scanEntries). */
+let spareChunk: Buffer | undefined;
+
+function scanChunks(
+  pack: Pack,
+  visit: Parameters<typeof scanEntries>[1],
+  chunkSize: number,
+  onBytes: ((bytes: Buffer) => void) | undefined,
+  large: 'whole' | 'stream' | 'head',
+  head: Buffer | undefined,
+  chunk: Buffer,
+  grown: (c: Buffer) => void,
+): void {
   const order = pack.order;
   const offs = pack.idx.offsets;
-  let chunk = Buffer.allocUnsafe(Math.min(chunkSize, Math.max(pack.dataEnd, 1)));
   let chunkStart = 0;
   let chunkLen = 0;
   let fed = pack.dataStart;
@@ -82,7 +108,7 @@ export function scanEntries(
     if (off < chunkStart || end > chunkStart + chunkLen) {
       chunkStart = off;
       chunkLen = Math.min(chunkSize, pack.dataEnd - off);
-      if (chunk.length < chunkLen) chunk = Buffer.allocUnsafe(chunkLen);
+      if (chunk.length < chunkLen) grown((chunk = Buffer.allocUnsafe(chunkLen)));
       pack.read(off, chunkLen, chunk.subarray(0, chunkLen));
       if (onBytes && fed >= chunkStart && fed < chunkStart + chunkLen) {
         onBytes(chunk.subarray(fed - chunkStart, chunkLen));
