@@ -41,10 +41,10 @@ export function scanEntries(
   // first time it is filled (4-5 ms a MiB on this machine's VM: docs/decisions.md, "First
   // touch"), and a rewrite scans twice (its plan, its proof). Taken, not shared: a scan inside
   // a visit gets a chunk of its own.
-  let chunk = spareChunk !== undefined && spareChunk.length >= want && spareChunk.length <= 2 * want ? spareChunk : Buffer.allocUnsafe(want);
+  const chunk = spareChunk !== undefined && spareChunk.length >= want && spareChunk.length <= 2 * want ? spareChunk : Buffer.allocUnsafe(want);
   if (chunk === spareChunk) spareChunk = undefined;
   try {
-    scanChunks(pack, visit, chunkSize, onBytes, large, head, chunk, (c) => (chunk = c));
+    scanChunks(pack, visit, chunkSize, onBytes, large, head, chunk);
   } finally {
     if (chunk.length <= SEQUENTIAL_CHUNK) spareChunk = chunk;
   }
@@ -60,8 +60,8 @@ function scanChunks(
   onBytes: ((bytes: Buffer) => void) | undefined,
   large: 'whole' | 'stream' | 'head',
   head: Buffer | undefined,
+  /** At least min(chunkSize, pack.dataEnd) bytes: every chunk read fits. */
   chunk: Buffer,
-  grown: (c: Buffer) => void,
 ): void {
   const order = pack.order;
   const offs = pack.idx.offsets;
@@ -108,7 +108,6 @@ function scanChunks(
     if (off < chunkStart || end > chunkStart + chunkLen) {
       chunkStart = off;
       chunkLen = Math.min(chunkSize, pack.dataEnd - off);
-      if (chunk.length < chunkLen) grown((chunk = Buffer.allocUnsafe(chunkLen)));
       pack.read(off, chunkLen, chunk.subarray(0, chunkLen));
       if (onBytes && fed >= chunkStart && fed < chunkStart + chunkLen) {
         onBytes(chunk.subarray(fed - chunkStart, chunkLen));
