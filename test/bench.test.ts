@@ -443,6 +443,28 @@ describe('--min-time=0 (issue 34): no Infinity or NaN', () => {
   });
 });
 
+describe('reports of older --json files', () => {
+  it('a result written before issue 32 (no states, groups or skipped columns) still prints its seed table and chart', () => {
+    const cell = (median: number, vsNone: number) => ({ median, runs: [median], wall: [median], cpu: [median], vsNone, spread: 0 });
+    const scen = (name: string, revs: number) => ({ name, description: `${name} described`, packBytes: 100, commitGraphBytes: 10, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, setupSeconds: 1, warm: { revs: cell(revs, revs - 1), 'revs-cg': cell(0.5, 0) }, cold: {} });
+    const old = {
+      repository: 'x', gitVersion: '2.39.5', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, workDir: '', kept: false, seconds: 0,
+      commands: [
+        { id: 'revs', label: 'revs', commitGraph: false, args: ['rev-list', '--count', '--all'], line: 'git -c core.commitGraph=false rev-list --count --all', repeat: 1 },
+        { id: 'revs-cg', label: 'revs +cg', commitGraph: true, args: ['rev-list', '--count', '--all'], line: 'git -c core.commitGraph=true rev-list --count --all', repeat: 1 },
+      ],
+      cold: { requested: false, available: false, reason: '' },
+      scenarios: [scen('none', 1), scen('both', 0.25)],
+    } as unknown as BenchResult;
+    const text = formatReport(old);
+    expect(text).toContain('| scenario | size | revs | revs +cg |');
+    expect(text).toContain('| both | 0.0 MiB (0%) | 0.250 s (−75%) | 0.500 s (0%) |');
+    expect(text).toContain('  +cg = with a commit-graph without Bloom filters');
+    const bars = parseXml(renderSvg(old)).filter((e) => e.name === 'rect' && e.attrs.class === 'bar');
+    expect(bars.map((b) => b.attrs['data-metric'])).toEqual(['size', 'size', 'revs', 'revs', 'revs-cg', 'revs-cg']);
+  });
+});
+
 describe('scenarios', () => {
   it('none first, duplicates dropped, auto rules parsed', () => {
     expect(parseScenarioList('both,commit,both').map((s) => s.name)).toEqual(['none', 'both', 'commit']);

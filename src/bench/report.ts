@@ -1,5 +1,17 @@
 import type { BenchCommand, BenchResult, Cell, CommitGraphState, ScenarioResult } from './types.js';
-import { STATE_MARK } from './commands.js';
+import { STATE_MARK, STATE_TEXT } from './commands.js';
+
+/**
+ * A result as `--json` of a build before issue 32 wrote it (commands without group or state; no
+ * skipped, states or bloom) made whole, so that its report can still be printed: every column
+ * was then one of the seed's, `+cg` the commit-graph state.
+ */
+export function upgradeResult(r: BenchResult): BenchResult {
+  const commands = r.commands.map((c) => ({ ...c, state: c.state ?? (c.commitGraph ? 'cg' : 'off'), group: c.group ?? 'seed', needsBlobs: c.needsBlobs ?? false }));
+  const states: BenchResult['states'] = {};
+  for (const c of commands) states[c.state] = STATE_TEXT[c.state];
+  return { ...r, commands, skipped: r.skipped ?? [], states: r.states ?? states, bloom: r.bloom ?? [] };
+}
 import { CACHE_VARIANTS } from './base-cache.js';
 
 export function mib(bytes: number): string {
@@ -70,7 +82,8 @@ function userTable(r: BenchResult, commands: BenchResult['commands'], pick: Pick
 }
 
 /** What each scenario and each state means, the paths, and what was not timed: one item a line. */
-export function legendLines(r: BenchResult): string[] {
+export function legendLines(result: BenchResult): string[] {
+  const r = upgradeResult(result);
   const out = ['scenarios:', ...r.scenarios.map((s) => `  ${s.name} = ${s.description}`)];
   const states = Object.entries(r.states) as [CommitGraphState, string][];
   if (states.length > 0) out.push('states:', ...states.map(([k, v]) => `  ${k === 'off' ? 'no graph (no mark)' : STATE_NAME[k]} = ${v}`));
@@ -107,7 +120,8 @@ function timingLines(r: BenchResult, title: string, commands: BenchResult['comma
 }
 
 /** The tables and what is needed to read them, as text (Markdown tables). */
-export function formatReport(r: BenchResult): string {
+export function formatReport(result: BenchResult): string {
+  const r = upgradeResult(result);
   const out: string[] = [];
   out.push(`git repack-ts bench: ${r.repository}`);
   out.push(`git ${r.gitVersion}; ${r.objects} objects${r.promisor ? ' (partial clone: promisor packs, missing objects allowed)' : ''}; median of ${r.runs} run${r.runs === 1 ? '' : 's'}, scenarios interleaved in every round`);

@@ -1,5 +1,5 @@
 import type { BenchResult, Cell, ScenarioResult } from './types.js';
-import { change, legendLines, mib, pct, seconds } from './report.js';
+import { change, legendLines, mib, pct, seconds, upgradeResult } from './report.js';
 
 /**
  * The tables as a chart: one panel per column (size, then each timing), one horizontal bar per
@@ -90,7 +90,8 @@ function legend(r: BenchResult, x: number, y: number, width: number): { svg: str
   return { svg: o, height: yy - y };
 }
 
-export function renderSvg(r: BenchResult): string {
+export function renderSvg(result: BenchResult): string {
+  const r = upgradeResult(result);
   const sc = r.scenarios;
   const panels = panelsOf(r);
   const LABEL_W = Math.max(60, 7 * Math.max(...sc.map((s) => s.name.length)) + 10);
