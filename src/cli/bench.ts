@@ -16,8 +16,8 @@ import { openRepository } from './repo.js';
 export const BENCH_USAGE = `usage: git repack-ts bench [<options>]
 
 Times stock git on private copies of this repository rewritten by git repack-ts, one copy per
-scenario (the original is only read): the commands users run, without a commit-graph and with one
-holding changed-path Bloom filters, and the seed's walks.
+scenario (the original is only read): by default the commands users run, without a commit-graph
+and with one holding changed-path Bloom filters; with --commands=seed the seed's walks.
 
     --scenarios <list>    none,commit,tree,both,auto (default), or candidate rules:
                           auto:<bytes>[:<ratio>][+fixed][@commit|@tree]
