@@ -6,13 +6,15 @@ import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { tool } from './helpers/tool.js';
-import { fsckStrict, gitOk, gitOkBuffer, objectSet, verifyPack } from './helpers/git.js';
+import { fsckStrict, git, gitOk, gitOkBuffer, objectSet, verifyPack } from './helpers/git.js';
 import { makeCache } from '../src/bench/base-cache.js';
 import { parseScenario, parseScenarioList } from '../src/bench/scenarios.js';
 import { Critbit } from '../src/bench/lookup.js';
 import { DEFAULT_AUTO_RULE } from '../src/repack/encoding.js';
 import { formatReport, shareOfBoth } from '../src/bench/report.js';
-import type { BenchResult } from '../src/commands/bench.js';
+import { renderSvg } from '../src/bench/svg.js';
+import { COMMAND_IDS, resolveCommandIds, USER_COMMAND_IDS, SEED_COMMAND_IDS } from '../src/bench/commands.js';
+import { cellOf, type BenchResult } from '../src/commands/bench.js';
 import { firstBlockCode } from '../src/format/zlib-stored.js';
 import { OBJ_BLOB, OBJ_TREE } from '../src/format/object-type.js';
 import { Prng } from './helpers/prng.js';
@@ -79,7 +81,7 @@ describe('git repack-ts bench', () => {
     const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
     try {
       const svg = path.join(tmp, 'chart.svg');
-      const r = tool(['bench', '--runs=1', '--json', `--svg=${svg}`, '--keep', `--tmpdir=${tmp}`, '--log-n=50', '--min-time=0', '--clock=wall'], { cwd: repo });
+      const r = tool(['bench', '--runs=1', '--json', `--svg=${svg}`, '--keep', `--tmpdir=${tmp}`, '--log-n=50', '--min-time=0', '--clock=wall', '--commands=seed'], { cwd: repo });
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       const j = JSON.parse(r.stdout);
@@ -198,6 +200,9 @@ describe('git repack-ts bench', () => {
     [['--runs=0'], /--runs expects a positive integer/],
     [['--runs=three'], /--runs expects a positive integer/],
     [['--commands=revs,nope'], /unknown value 'nope'/],
+    [['--commands=revs-bloom'], /unknown value 'revs-bloom'/],
+    [['--commands=subjects-cg'], /unknown value 'subjects-cg'/],
+    [['--paths=a,b,c'], /--paths expects one or two files/],
     [['--reader=cache,disk'], /unknown value 'disk'/],
     [['--frobnicate'], /unknown option/],
     [['--clock=sundial'], /--clock expects 'wall' or 'cpu'/],
@@ -212,6 +217,251 @@ describe('git repack-ts bench', () => {
     expect(r.stderr).toMatch(message);
     // parse-options prints no usage after a missing value, as git does.
     if (!/requires a value/.test(r.stderr)) expect(r.stderr).toContain('usage: git repack-ts bench');
+  });
+});
+
+/** The chunk ids of a commit-graph file (gitformat-commit-graph: header, then the table of contents). */
+function commitGraphChunks(file: string): string[] {
+  const b = fs.readFileSync(file);
+  expect(b.subarray(0, 4).toString('latin1')).toBe('CGPH');
+  const ids: string[] = [];
+  for (let i = 0; i < b[6]!; i++) ids.push(b.subarray(8 + 12 * i, 12 + 12 * i).toString('latin1'));
+  return ids;
+}
+
+/** git's trace2 events for one run of `args` in `gitDir` (the bench's own check is not trusted here). */
+function trace2(gitDir: string, args: string[]): { status: number; stderr: string; events: { event: string; category?: string; key?: string; value?: unknown }[] } {
+  const file = path.join(os.tmpdir(), `rts-trace2-${process.pid}-${Date.now()}.json`);
+  try {
+    const r = git([`--git-dir=${gitDir}`, ...args], { env: { GIT_TRACE2_EVENT: file } });
+    const text = fs.existsSync(file) ? fs.readFileSync(file, 'utf8') : '';
+    return { status: r.status, stderr: r.stderr, events: text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)) };
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
+/** The files at HEAD that `git rev-list --full-history` (not the bench's name-only scan) says the most commits change. */
+function mostChanged(repo: string, files: string[]): { path: string; n: number } {
+  const counted = files.map((f) => ({ path: f, n: Number(gitOk(['rev-list', '--count', '--no-merges', '--full-history', 'HEAD', '--', f], { cwd: repo }).trim()) }));
+  counted.sort((a, b) => b.n - a.n || Buffer.compare(Buffer.from(a.path), Buffer.from(b.path)));
+  return counted[0]!;
+}
+
+describe('the commands users run (issue 32)', () => {
+  it('every user column timed on a fixture; paths chosen as git counts them; the +bloom state reads Bloom filters and the other none', () => {
+    const repo = useFixtureCopy('basic');
+    const before = snapshot(repo);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
+    try {
+      const svgFile = path.join(tmp, 'chart.svg');
+      const r = tool(['bench', '--runs=1', '--json', '--keep', `--tmpdir=${tmp}`, `--svg=${svgFile}`, '--min-time=0', '--clock=wall', '--scenarios=both'], { cwd: repo });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const j = JSON.parse(r.stdout) as BenchResult;
+      // The default is the user preset, every column of it.
+      expect(j.commands.map((c) => c.id)).toEqual([...USER_COMMAND_IDS]);
+      expect(j.skipped).toEqual([]);
+      for (const s of j.scenarios) for (const c of j.commands) expect(s.warm[c.id]!.median).toBeGreaterThan(0);
+      // The paths: the most changed file at the root and below it, as rev-list counts them.
+      const files = gitOk(['ls-tree', '-r', '--name-only', 'HEAD'], { cwd: repo }).split('\n').filter((f) => f !== '' && fs.lstatSync(path.join(repo, f)).isFile());
+      const root = mostChanged(repo, files.filter((f) => !f.includes('/')));
+      const below = mostChanged(repo, files.filter((f) => f.includes('/')));
+      expect(j.paths).toMatchObject({ source: 'repository', oneline: root.path, log: below.path, blame: root.path, changes: { [root.path]: root.n, [below.path]: below.n } });
+      expect(j.paths!.commitsScanned).toBe(Number(gitOk(['rev-list', '--count', 'HEAD'], { cwd: repo }).trim()));
+      const none = j.scenarios[0]!.copy!;
+      // After the timed writes the copies hold a commit-graph with changed-path Bloom filters, that git verifies.
+      for (const s of j.scenarios) {
+        expect(commitGraphChunks(path.join(s.copy!, 'objects', 'info', 'commit-graph'))).toEqual(expect.arrayContaining(['BIDX', 'BDAT']));
+        gitOk([`--git-dir=${s.copy}`, 'commit-graph', 'verify']);
+      }
+      // Every printed command line runs as git; the +bloom ones read the filters (trace2), the others none.
+      for (const c of j.commands.filter((x) => x.id !== 'cg-write')) {
+        expect(c.line.startsWith('git ')).toBe(true);
+        const t = trace2(none, c.line.split(' ').slice(1));
+        expect([c.id, t.status, t.stderr]).toEqual([c.id, 0, '']);
+        const stats = t.events.find((e) => e.category === 'bloom' && e.key === 'statistics')?.value as Record<string, number> | undefined;
+        const blameQueries = t.events.find((e) => e.category === 'blame' && e.key === 'bloom/queries')?.value;
+        const reads = (stats !== undefined && stats.definitely_not! + stats.maybe! > 0) || Number(blameQueries ?? 0) > 0;
+        const pathLimited = c.id.startsWith('path-') || c.id.startsWith('blame');
+        expect([c.id, reads]).toEqual([c.id, pathLimited && c.state === 'bloom']);
+        // The bench's own account of the filters is git's.
+        const own = j.bloom.find((b) => b.scenario === 'none' && b.line === c.line);
+        if (own !== undefined && stats !== undefined) expect(own).toMatchObject({ definitelyNot: stats.definitely_not, maybe: stats.maybe, filterNotPresent: stats.filter_not_present });
+        if (own !== undefined && blameQueries !== undefined) expect(own.blameQueries).toBe(Number(blameQueries));
+      }
+      expect(j.bloom.map((b) => `${b.scenario}: ${b.line}`)).toEqual([
+        `none: git -c core.commitGraph=true -c commitGraph.readChangedPaths=true log --oneline -- ${root.path}`,
+        `none: git -c core.commitGraph=true -c commitGraph.readChangedPaths=true blame HEAD -- ${root.path}`,
+        `both: git -c core.commitGraph=true -c commitGraph.readChangedPaths=true log --oneline -- ${root.path}`,
+      ]);
+      // The report and the chart say what each scenario and each state means.
+      const text = formatReport(j);
+      for (const s of j.scenarios) expect(text).toContain(`  ${s.name} = ${s.description}`);
+      expect(text).toContain('  +bloom = with a commit-graph holding changed-path Bloom filters');
+      expect(text).toContain('  no graph (no mark) = no commit-graph (-c core.commitGraph=false)');
+      expect(text).toContain(`| git log --oneline -- ${root.path} | +bloom | `);
+      expect(text).toContain(`paths: ${root.path} (changed by ${root.n} of the`);
+      const els = parseXml(fs.readFileSync(svgFile, 'utf8'));
+      const swatches = els.filter((e) => e.name === 'rect' && e.attrs.class === 'legend-swatch');
+      expect(swatches.map((e) => e.attrs['data-scenario'])).toEqual(['none', 'both']);
+      const bars = els.filter((e) => e.name === 'rect' && e.attrs.class === 'bar');
+      for (const sw of swatches) for (const b of bars.filter((x) => x.attrs['data-scenario'] === sw.attrs['data-scenario'])) expect(b.attrs.fill).toBe(sw.attrs.fill);
+      expect(bars).toHaveLength(2 * (1 + j.commands.length));
+      const svgText = fs.readFileSync(svgFile, 'utf8');
+      expect(svgText).toContain('+bloom = with a commit-graph holding changed-path Bloom');
+      expect(svgText).toContain('none = the pack as git writes it');
+      expect(snapshot(repo)).toEqual(before);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('partial clone without blobs: blame and log -p set aside with the reason (git itself cannot run them there), nothing fetched', () => {
+    const repo = useFixtureCopy('promisor');
+    // The fixture holds no blob at all (git's own census), so every blob those commands read is missing.
+    expect(gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objecttype)'], { cwd: repo })).not.toMatch(/blob/);
+    const before = snapshot(repo);
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
+    try {
+      const r = tool(['bench', '--runs=1', '--keep', `--tmpdir=${tmp}`, '--min-time=0', '--clock=wall', '--scenarios=both', '--commands=user', '--json'], { cwd: repo });
+      expect(r.stderr).toBe('');
+      expect(r.status).toBe(0);
+      const j = JSON.parse(r.stdout) as BenchResult;
+      expect(j.skipped.map((s) => s.id)).toEqual(['blame', 'blame-bloom', 'log-p', 'log-p-bloom']);
+      const logP = j.skipped.find((s) => s.id === 'log-p')!;
+      const m = /^(\d+) of the (\d+) blobs it reads are not in the repository \(a partial clone\)/.exec(logP.reason);
+      expect(m).not.toBeNull();
+      expect(Number(m![1])).toBe(Number(m![2]));
+      expect(Number(m![1])).toBeGreaterThan(0);
+      expect(j.skipped.find((s) => s.id === 'blame')!.reason).toMatch(/^none of the \d+ most changed files has all its versions \(.*: \d+ of the \d+ blobs it reads are not in the repository/);
+      // git agrees: in the copy (no remote, so no lazy fetch) both commands fail for want of a blob.
+      const none = j.scenarios[0]!.copy!;
+      const logPRun = git([`--git-dir=${none}`, ...logP.line.split(' ').slice(1)]);
+      expect(logPRun.status).toBe(128);
+      expect(logPRun.stderr).toMatch(/unable to read [0-9a-f]{40}/);
+      // blame of a file that HEAD names (ls-tree) but whose blob is not there (cat-file -e) fails.
+      const p1 = j.paths!.oneline!;
+      const entry = gitOk([`--git-dir=${none}`, 'ls-tree', 'HEAD', '--', p1]);
+      expect(entry).toMatch(new RegExp(`^100644 blob [0-9a-f]{40}\t${p1}\n$`));
+      expect(git([`--git-dir=${none}`, 'cat-file', '-e', entry.split(/\s/)[2]!]).status).not.toBe(0);
+      expect(git([`--git-dir=${none}`, 'blame', 'HEAD', '--', p1]).status).toBe(128);
+      // Everything else was timed.
+      expect(j.commands.map((c) => c.id)).toEqual(USER_COMMAND_IDS.filter((id) => !id.startsWith('blame') && !id.startsWith('log-p')));
+      for (const c of j.commands) expect(j.scenarios[1]!.warm[c.id]!.median).toBeGreaterThan(0);
+      expect(formatReport(j)).toContain(`not timed:\n  ${j.skipped[0]!.line}: ${j.skipped[0]!.reason}`);
+      expect(renderSvg(j)).toContain('not timed:');
+      expect(snapshot(repo)).toEqual(before);
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('--paths names the files; a file not in HEAD is refused', () => {
+    const repo = useFixtureCopy('basic');
+    const r = tool(['bench', '--runs=1', '--json', '--scenarios=none', '--commands=path-oneline,path-log-bloom,blame', '--paths=src/lib/util.c,README.md', '--min-time=0'], { cwd: repo });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout) as BenchResult;
+    expect(j.commands.map((c) => c.line)).toEqual([
+      'git -c core.commitGraph=false log --oneline -- src/lib/util.c',
+      'git -c core.commitGraph=true -c commitGraph.readChangedPaths=true log -- README.md',
+      'git -c core.commitGraph=false blame HEAD -- src/lib/util.c',
+    ]);
+    expect(j.paths).toMatchObject({ source: 'option', oneline: 'src/lib/util.c', log: 'README.md', blame: 'src/lib/util.c' });
+    const bad = tool(['bench', '--runs=1', '--scenarios=none', '--commands=path-log', '--paths=no-such-file', '--min-time=0'], { cwd: repo });
+    expect(bad.status).toBe(129);
+    expect(bad.stderr).toBe("error: --paths: 'no-such-file' is not a file in HEAD\n");
+  });
+
+  it('presets expand to their columns; ids are checked', () => {
+    expect(resolveCommandIds(undefined)).toEqual([...USER_COMMAND_IDS]);
+    expect(resolveCommandIds('seed')).toEqual([...SEED_COMMAND_IDS]);
+    expect(resolveCommandIds('all')).toEqual([...COMMAND_IDS]);
+    expect(resolveCommandIds('revs,seed,count-bloom')).toEqual([...SEED_COMMAND_IDS, 'count-bloom']);
+    expect(() => resolveCommandIds('blame-cg')).toThrow(/unknown value 'blame-cg'/);
+  });
+});
+
+describe('--min-time=0 (issue 34): no Infinity or NaN', () => {
+  const run = (wall: number, cpu: number) => ({ wall, cpu });
+
+  it('a base of 0 s gives n/a in the cell, the table, the chart and the JSON', () => {
+    expect(cellOf([run(0.02, 0.01)], [run(0.01, 0)], 'cpu').vsNone).toBeNull();
+    expect(cellOf([run(0.02, 0)], [run(0.01, 0)], 'cpu').vsNone).toBeNull();
+    expect(cellOf([run(0.02, 0.02), run(0.02, 0.03)], [run(0.01, 0.01), run(0.01, 0)], 'cpu').vsNone).toBeNull();
+    expect(cellOf([run(0.03, 0.02), run(0.03, 0.03)], [run(0.01, 0.01), run(0.01, 0.01)], 'wall').vsNone).toBeCloseTo(2, 12);
+    expect(cellOf([run(0.03, NaN)], undefined, 'wall').cpu).toEqual([null]);
+  });
+
+  it('an end-to-end run with CPU time in 10 ms ticks: table, chart and JSON', () => {
+    const repo = useFixtureCopy('basic');
+    const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-bench-test-'));
+    try {
+      const args = ['bench', '--runs=3', '--min-time=0', '--clock=cpu', '--scenarios=both', '--commands=revs,revs-cg,count-bloom,path-log-bloom'];
+      const j = tool([...args, '--json', `--svg=${path.join(tmp, 'a.svg')}`], { cwd: repo });
+      const t = tool([...args, `--svg=${path.join(tmp, 'b.svg')}`], { cwd: repo });
+      expect([j.status, t.status]).toEqual([0, 0]);
+      for (const text of [j.stdout, t.stdout, fs.readFileSync(path.join(tmp, 'a.svg'), 'utf8'), fs.readFileSync(path.join(tmp, 'b.svg'), 'utf8')]) expect(text).not.toMatch(/Infinity|NaN/);
+      // vsNone is n/a exactly where none measured 0 s in a round, else the median of the same-round ratios.
+      const r = JSON.parse(j.stdout) as BenchResult;
+      const [none, both] = r.scenarios;
+      for (const c of r.commands) {
+        const base = none!.warm[c.id]!.runs;
+        const mine = both!.warm[c.id]!;
+        if (base.some((x) => x === 0)) expect(mine.vsNone).toBeNull();
+        else {
+          const ratios = mine.runs.map((x, k) => x / base[k]!).sort((a, b) => a - b);
+          expect(mine.vsNone).toBeCloseTo(ratios[1]! - 1, 12);
+        }
+      }
+    } finally {
+      fs.rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('a result whose none took 0 s everywhere reads n/a, never +Infinity% or −NaN%', () => {
+    const zero = { median: 0, runs: [0], wall: [0.003], cpu: [0], vsNone: 0, spread: 0 };
+    const some = { median: 0.01, runs: [0.01], wall: [0.004], cpu: [0.01], vsNone: null, spread: 0 };
+    const scen = (name: string, cell: typeof zero | typeof some) => ({ name, description: `${name} described`, packBytes: 100, commitGraphBytes: 0, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, setupSeconds: 0, warm: { revs: cell, count: cell }, cold: {} });
+    const r = {
+      repository: 'x', gitVersion: '2', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, workDir: '', kept: false, seconds: 0,
+      commands: [
+        { id: 'revs', label: 'revs', commitGraph: false, state: 'off', group: 'seed', args: ['rev-list', '--count', '--all'], needsBlobs: false, line: 'git rev-list', repeat: 1 },
+        { id: 'count', label: 'rev-list --count --all', commitGraph: false, state: 'off', group: 'user', args: ['rev-list', '--count', '--all'], needsBlobs: false, line: 'git rev-list', repeat: 1 },
+      ],
+      skipped: [], states: { off: 'no graph' }, bloom: [],
+      cold: { requested: false, available: false, reason: '' },
+      scenarios: [scen('none', zero), scen('both', some)],
+    } as unknown as BenchResult;
+    const text = formatReport(r);
+    expect(text).toContain('| both | 0.0 MiB (0%) | 0.010 s (n/a) |');
+    expect(text).toContain('| git rev-list --count --all | no graph | 0.000 s | 0.010 s (n/a) |');
+    const svg = renderSvg(r);
+    expect(svg).toContain('0.010 s n/a');
+    for (const out of [text, svg, JSON.stringify(r)]) expect(out).not.toMatch(/Infinity|NaN/);
+  });
+});
+
+describe('reports of older --json files', () => {
+  it('a result written before issue 32 (no states, groups or skipped columns) still prints its seed table and chart', () => {
+    const cell = (median: number, vsNone: number) => ({ median, runs: [median], wall: [median], cpu: [median], vsNone, spread: 0 });
+    const scen = (name: string, revs: number) => ({ name, description: `${name} described`, packBytes: 100, commitGraphBytes: 10, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, setupSeconds: 1, warm: { revs: cell(revs, revs - 1), 'revs-cg': cell(0.5, 0) }, cold: {} });
+    const old = {
+      repository: 'x', gitVersion: '2.39.5', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, workDir: '', kept: false, seconds: 0,
+      commands: [
+        { id: 'revs', label: 'revs', commitGraph: false, args: ['rev-list', '--count', '--all'], line: 'git -c core.commitGraph=false rev-list --count --all', repeat: 1 },
+        { id: 'revs-cg', label: 'revs +cg', commitGraph: true, args: ['rev-list', '--count', '--all'], line: 'git -c core.commitGraph=true rev-list --count --all', repeat: 1 },
+      ],
+      cold: { requested: false, available: false, reason: '' },
+      scenarios: [scen('none', 1), scen('both', 0.25)],
+    } as unknown as BenchResult;
+    const text = formatReport(old);
+    expect(text).toContain('| scenario | size | revs | revs +cg |');
+    expect(text).toContain('| both | 0.0 MiB (0%) | 0.250 s (−75%) | 0.500 s (0%) |');
+    expect(text).toContain('  +cg = with a commit-graph without Bloom filters');
+    const bars = parseXml(renderSvg(old)).filter((e) => e.name === 'rect' && e.attrs.class === 'bar');
+    expect(bars.map((b) => b.attrs['data-metric'])).toEqual(['size', 'size', 'revs', 'revs', 'revs-cg', 'revs-cg']);
   });
 });
 
@@ -243,10 +493,13 @@ describe('the report against both', () => {
   const result = (scenarios: unknown[]) =>
     ({
       commands: [
-        { id: 'revs', label: 'revs', commitGraph: false, args: ['rev-list'], repeat: 1 },
-        { id: 'log', label: 'log', commitGraph: false, args: ['log'], repeat: 1 },
-        { id: 'log-cg', label: 'log +cg', commitGraph: true, args: ['log'], repeat: 1 },
+        { id: 'revs', label: 'revs', commitGraph: false, state: 'off', group: 'seed', args: ['rev-list'], repeat: 1 },
+        { id: 'log', label: 'log', commitGraph: false, state: 'off', group: 'seed', args: ['log'], repeat: 1 },
+        { id: 'log-cg', label: 'log +cg', commitGraph: true, state: 'cg', group: 'seed', args: ['log'], repeat: 1 },
       ],
+      skipped: [],
+      states: {},
+      bloom: [],
       scenarios,
     }) as unknown as BenchResult;
 
@@ -266,7 +519,7 @@ describe('the report against both', () => {
     expect(text).toContain('auto:9: 20% of the size increase; of the speed-up: revs 90%, log 15%, log +cg 0%; walks 40% (not met)');
     // Only walks with a commit-graph: the columns, but no verdict.
     const cgOnly = { ...r, commands: r.commands.filter((c) => c.commitGraph) } as BenchResult;
-    expect(shareOfBoth(cgOnly)[0]!.walks).toBeNaN();
+    expect(shareOfBoth(cgOnly)[0]!.walks).toBeNull();
     expect(formatReport({ ...cgOnly, repository: 'x', gitVersion: '2', objects: 1, promisor: false, runs: 1, clock: 'cpu', logN: 1, cold: { requested: false, available: false, reason: '' }, workDir: '', kept: false, seconds: 0 } as BenchResult)).toContain(
       'auto: 50% of the size increase; of the speed-up: log +cg 50%; walks – (not judged: no walk without a commit-graph timed)',
     );

@@ -26,13 +26,13 @@ const lv = (commit: number | 'auto', tree: number | 'auto'): Levels => ({ 1: com
 export function parseScenario(name: string): Scenario {
   switch (name) {
     case 'none':
-      return { name, levels: lv(-1, -1), description: 'every type at zlib level -1 (the status quo)' };
+      return { name, levels: lv(-1, -1), description: "the pack as git writes it: every type at zlib's default level (-1), every delta kept (the status quo)" };
     case 'commit':
-      return { name, levels: lv(0, -1), description: 'commits stored (level 0)' };
+      return { name, levels: lv(0, -1), description: 'commits stored at zlib level 0 (uncompressed), the rest as in none' };
     case 'tree':
-      return { name, levels: lv(-1, 0), description: 'trees stored (level 0)' };
+      return { name, levels: lv(-1, 0), description: 'trees stored at zlib level 0 (uncompressed), the rest as in none' };
     case 'both':
-      return { name, levels: lv(0, 0), description: 'commits and trees stored (level 0)' };
+      return { name, levels: lv(0, 0), description: 'commits and trees stored at zlib level 0 (uncompressed), blobs and tags as in none' };
     case 'auto':
       return { name, levels: lv('auto', 'auto'), description: `commits and trees under auto (${ruleText(DEFAULT_AUTO_RULE)})` };
     default:

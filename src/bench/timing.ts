@@ -68,24 +68,31 @@ export interface RunTime {
 }
 
 /**
- * Runs git once and returns its wall-clock and CPU time. No shell; stdout goes to /dev/null
- * (`rev-list --objects` prints tens of MB that nobody should buffer), stderr is kept for the
- * error message. A non-zero exit is an error, never a timing.
+ * Runs git `repeat` times back to back and returns the wall-clock and CPU time of one
+ * invocation (the mean). No shell; stdout goes to /dev/null (`rev-list --objects` prints tens
+ * of MB that nobody should buffer), stderr is kept for the error message. `before` runs ahead of
+ * each invocation, outside the timed span (the commit-graph write removes the previous graph). A
+ * non-zero exit is an error, never a timing.
  */
-export function timeGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, repeat = 1): RunTime {
+export function timeGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, repeat = 1, before?: () => void): RunTime {
   const argv = [`--git-dir=${gitDir}`, ...args];
-  const c0 = childrenCpuSeconds();
-  const t0 = performance.now();
+  let wall = 0;
+  let cpu = 0;
   for (let i = 0; i < repeat; i++) {
+    before?.();
+    const c0 = childrenCpuSeconds();
+    const t0 = performance.now();
     const r = spawnSync('git', argv, { env, cwd: gitDir, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 24 });
+    const t1 = performance.now();
+    const c1 = childrenCpuSeconds();
     if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
     if (r.status !== 0) {
       throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir} (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '').trim()}`);
     }
+    wall += (t1 - t0) / 1000;
+    cpu += c0 === undefined || c1 === undefined ? NaN : c1 - c0;
   }
-  const t1 = performance.now();
-  const c1 = childrenCpuSeconds();
-  return { wall: (t1 - t0) / 1000 / repeat, cpu: c0 === undefined || c1 === undefined ? NaN : (c1 - c0) / repeat };
+  return { wall: wall / repeat, cpu: cpu / repeat };
 }
 
 /**
@@ -97,9 +104,9 @@ export function repeatFor(oneRunSeconds: number, minSeconds: number): number {
   return Math.max(1, Math.min(100, Math.ceil(minSeconds / oneRunSeconds)));
 }
 
-/** Runs git (setup, untimed) and fails loudly. */
-export function runGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv): string {
-  const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], { env, cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28 });
+/** Runs git (setup, untimed) and fails loudly; `input` goes to its stdin. */
+export function runGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, input?: string): string {
+  const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], { env, cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28, input });
   if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
   if (r.status !== 0) throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.stderr.trim()}`);
   return r.stdout;

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { bench, COMMAND_IDS } from '../commands/bench.js';
+import { bench, resolveCommandIds } from '../commands/bench.js';
 import { parseScenarioList } from '../bench/scenarios.js';
 import { READER_EXPERIMENTS, type ReaderExperimentName } from '../commands/bench-reader.js';
 import { formatReport, shareOfBoth } from '../bench/report.js';
@@ -15,16 +15,22 @@ import { openRepository } from './repo.js';
 
 export const BENCH_USAGE = `usage: git repack-ts bench [<options>]
 
-Times stock git's history walks on private copies of this repository rewritten by git repack-ts,
-one copy per scenario (the original is only read).
+Times stock git on private copies of this repository rewritten by git repack-ts, one copy per
+scenario (the original is only read): by default the commands users run, without a commit-graph
+and with one holding changed-path Bloom filters; with --commands=seed the seed's walks.
 
     --scenarios <list>    none,commit,tree,both,auto (default), or candidate rules:
                           auto:<bytes>[:<ratio>][+fixed][@commit|@tree]
     --runs <n>            timed runs per cell, median reported (default 5)
     --cold                also time with the copies' files evicted from the page cache
     --clock <cpu|wall>    warm timings as git's user+system CPU time (default on Linux) or wall-clock
-    --commands <list>     columns: revs,revs-cg,objects,objects-cg,log,log-cg (default: all)
-    --log-n <n>           commits for git log --raw -n (default 20000)
+    --commands <list>     presets and columns (default: user):
+                          user = subjects, shortlog, path-oneline, path-log, log-raw, blame,
+                                 log-p, count (each also <id>-bloom), cg-write
+                          seed = revs,revs-cg,objects,objects-cg,log,log-cg; all = both
+    --paths <p>[,<p2>]    the files of log --oneline -- <p>, log -- <p2> and blame HEAD -- <p>
+                          (default: chosen from the repository, printed in the report)
+    --log-n <n>           commits for the seed's git log --raw -n (default 20000)
     --min-time <seconds>  shorter commands run back to back to last this long per run (default 0.5)
     --reader[=<list>]     also run the reader experiments: cache,lookup,zstd (default: all)
     --reader-commits <n>  commits walked by the delta base cache experiment (default 2000)
@@ -62,6 +68,7 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       .option('cold', { type: 'boolean', default: false })
       .option('clock', { type: 'string' })
       .option('commands', { type: 'string' })
+      .option('paths', { type: 'string' })
       .option('log-n', { type: 'string' })
       .option('min-time', { type: 'string' })
       .option('reader', { type: 'string', optionalValue: true })
@@ -89,7 +96,15 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
   const readerCommits = positiveInt('reader-commits', o['reader-commits'], 2000);
   const readerRounds = positiveInt('reader-rounds', o['reader-rounds'], 3);
   const readerCacheMiB = positiveInt('reader-cache-mib', o['reader-cache-mib'], 96);
-  const commands = listArg('commands', o.commands, COMMAND_IDS, COMMAND_IDS);
+  let commands: string[];
+  try {
+    commands = resolveCommandIds(o.commands === undefined ? undefined : String(Array.isArray(o.commands) ? o.commands[o.commands.length - 1] : o.commands));
+  } catch (e) {
+    if (e instanceof GitError) throw new UsageError(`--commands: ${e.message}`, BENCH_USAGE);
+    throw e;
+  }
+  const paths = o.paths === undefined ? undefined : String(o.paths).split(',').map((p) => p.trim()).filter((p) => p !== '');
+  if (paths !== undefined && (paths.length === 0 || paths.length > 2)) throw new UsageError('--paths expects one or two files, separated by a comma', BENCH_USAGE);
   const reader: ReaderExperimentName[] = o.reader === undefined ? [] : listArg('reader', o.reader, READER_EXPERIMENTS, READER_EXPERIMENTS);
   if (o.svg !== undefined && String(o.svg).trim() === '') throw new UsageError('--svg needs a file name', BENCH_USAGE);
   // CPU time by default where /proc tells it: on a shared machine it moves far less than
@@ -113,6 +128,7 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       clock,
       logN,
       commands,
+      paths,
       minRunSeconds: minTimeText === undefined ? undefined : Number(minTimeText),
       reader,
       readerCommits,

@@ -6,7 +6,10 @@ import { makePrivateCopy, dirBytes } from '../bench/copy.js';
 import { coldSupport, evict, probeColdRead } from '../bench/cold.js';
 import { benchGitEnv, childrenCpuSeconds, gitVersion, median, repeatFor, runGit, spread, timeGit, warmFiles, type RunTime } from '../bench/timing.js';
 import type { Scenario } from '../bench/scenarios.js';
-import type { BenchCommand, BenchResult, Cell, ScenarioResult } from '../bench/types.js';
+import type { BenchCommand, BenchResult, Cell, CommitGraphState, ScenarioResult, SkippedCommand } from '../bench/types.js';
+import { benchCommands, commandLine, gitArgs, parseCommandId, STATE_TEXT } from '../bench/commands.js';
+import { assertBloomUsed, bloomStatistics, removeCommitGraph, writeBloomGraph } from '../bench/bloom.js';
+import { prepareColumns } from './bench-columns.js';
 import { runReaderExperiments, type ReaderExperimentName } from './bench-reader.js';
 import { removeOnSignal } from '../cleanup.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
@@ -16,33 +19,10 @@ import { Pack } from '../store/pack.js';
 import { repack, type RepackResult } from './repack.js';
 
 export type { BenchCommand, BenchResult, Cell, ScenarioResult } from '../bench/types.js';
+export { benchCommands, commandLine, COMMAND_IDS, COMMAND_PRESETS, resolveCommandIds } from '../bench/commands.js';
 
 /** A warm run shorter than this is repeated back to back and timed as one (then divided). */
 export const MIN_RUN_SECONDS = 0.5;
-
-export const COMMAND_IDS = ['revs', 'revs-cg', 'objects', 'objects-cg', 'log', 'log-cg'] as const;
-export type CommandId = (typeof COMMAND_IDS)[number];
-
-/** The seed's walks, each with and without a commit-graph. `--missing=allow-any` for partial clones. */
-export function benchCommands(ids: readonly string[], opts: { logN: number; promisor: boolean }): BenchCommand[] {
-  const missing = opts.promisor ? ['--missing=allow-any'] : [];
-  const base: Record<string, { label: string; args: string[] }> = {
-    revs: { label: 'revs', args: ['rev-list', '--count', '--all'] },
-    objects: { label: 'objects', args: ['rev-list', '--objects', '--all', ...missing] },
-    log: { label: 'log', args: ['log', '--raw', '-n', String(opts.logN)] },
-  };
-  return ids.map((id) => {
-    const cg = id.endsWith('-cg');
-    const b = base[cg ? id.slice(0, -3) : id];
-    if (b === undefined) throw new GitError('usage', `unknown command '${id}' (known: ${COMMAND_IDS.join(', ')})`);
-    return { id, label: cg ? `${b.label} +cg` : b.label, args: b.args, commitGraph: cg };
-  });
-}
-
-/** git's command line for a column, as the report prints it. */
-export function commandLine(c: BenchCommand): string {
-  return `git -c core.commitGraph=${c.commitGraph} ${c.args.join(' ')}`;
-}
 
 export interface BenchOptions {
   scenarios: Scenario[];
@@ -51,7 +31,10 @@ export interface BenchOptions {
   /** What the cells report: wall-clock (the seed's) or git's CPU time (steadier on a busy machine). */
   clock: 'wall' | 'cpu';
   logN: number;
+  /** Column ids (presets already expanded: resolveCommandIds). */
   commands: string[];
+  /** The files of the path-limited columns (`--paths`); by default chosen from the repository. */
+  paths?: string[] | undefined;
   /** A warm run lasts at least this long: shorter commands run back to back (default MIN_RUN_SECONDS). */
   minRunSeconds?: number | undefined;
   reader: ReaderExperimentName[];
@@ -98,10 +81,18 @@ function filesToWarmAndEvict(gitDir: string): string[] {
   });
 }
 
-function cellOf(times: RunTime[], none: RunTime[] | undefined, clock: 'wall' | 'cpu'): Cell {
+/**
+ * A cell: the median of the runs and the median of the same-round ratios to none. A round in
+ * which none measured 0 (shorter than a CPU tick) or nothing has no ratio: the change is then
+ * null ("n/a"), never Infinity or NaN.
+ */
+export function cellOf(times: RunTime[], none: RunTime[] | undefined, clock: 'wall' | 'cpu'): Cell {
   const runs = times.map((t) => t[clock]);
-  const ratios = none === undefined ? [] : runs.map((t, k) => t / none[k]![clock]);
-  return { median: median(runs), runs, wall: times.map((t) => t.wall), cpu: times.map((t) => t.cpu), vsNone: ratios.length ? median(ratios) - 1 : 0, spread: spread(runs) };
+  const bases = none?.map((t) => t[clock]) ?? [];
+  const measurable = bases.length === runs.length && bases.every((b) => Number.isFinite(b) && b > 0) && runs.every((t) => Number.isFinite(t));
+  const vsNone = none === undefined ? 0 : measurable ? median(runs.map((t, k) => t / bases[k]!)) - 1 : null;
+  const finite = (x: number): number | null => (Number.isFinite(x) ? x : null);
+  return { median: median(runs), runs, wall: times.map((t) => t.wall), cpu: times.map((t) => finite(t.cpu)), vsNone, spread: spread(runs) };
 }
 
 /** Objects in the repository: every pack's count and every loose object. */
@@ -140,7 +131,8 @@ async function buildScenario(repo: Repository, sc: Scenario, workDir: string, en
     const again = await run(true);
     rerun = again.partitions.reduce((a, p) => a + p.stats.reencoded.commit + p.stats.reencoded.tree + p.stats.reencoded.blob + p.stats.reencoded.tag, 0);
   }
-  runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);
+  // The seed's +cg state: a commit-graph without Bloom filters, written only where a column uses it.
+  if (opts.commands.some((id) => parseCommandId(id).state === 'cg')) runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);
   const setupSeconds = seconds(t0);
   const packs = listPacks(copyRepo.objectsDir).map((p) => {
     const pk = Pack.open(p.base + '.pack', repo.algo);
@@ -183,31 +175,68 @@ function coldAvailable(copy: ScenarioCopy): BenchResult['cold'] {
   return { requested: true, available: true, reason: s.reason, rereadMBps: probeColdRead(copy.files, warmFiles) };
 }
 
+/** Progress over every phase: a column set aside at calibration takes its runs off the total. */
+interface Counter {
+  done: number;
+  total: number;
+}
+
+/** Before each invocation of the commit-graph write: no graph, so that nothing is reused. */
+function beforeRun(c: BenchCommand, gitDir: string): (() => void) | undefined {
+  return c.state === 'write' ? () => removeCommitGraph(gitDir) : undefined;
+}
+
 /**
- * Timing, interleaved: for each round, for each command, every scenario in turn. Short commands
- * are first calibrated (untimed, also a warm-up) and batched so that a run outlasts the clock's
- * resolution. Fills each scenario's warm (and cold) cells.
+ * One untimed run per column on the first copy (also a warm-up) decides how many invocations
+ * make a timed run. A user column that git cannot run in a partial clone (an object it needs is
+ * missing) is set aside with git's message instead of stopping the bench; anything else fails.
  */
-function timeScenarios(result: BenchResult, commands: BenchCommand[], copies: ScenarioCopy[], coldOn: boolean, env: NodeJS.ProcessEnv, opts: BenchOptions): void {
+function calibrate(commands: BenchCommand[], copy: ScenarioCopy, env: NodeJS.ProcessEnv, opts: BenchOptions, promisor: boolean): { kept: BenchCommand[]; repeats: number[]; skipped: SkippedCommand[] } {
+  const kept: BenchCommand[] = [];
+  const repeats: number[] = [];
+  const skipped: SkippedCommand[] = [];
+  for (const c of commands) {
+    let once: RunTime;
+    try {
+      once = timeGit(copy.gitDir, gitArgs(c), env, 1, beforeRun(c, copy.gitDir));
+    } catch (e) {
+      if (!(promisor && c.group === 'user' && e instanceof GitError)) throw e;
+      skipped.push({ id: c.id, label: c.label, line: commandLine(c), reason: `git failed in this partial clone (missing objects are not fetched): ${e.message.split('\n')[0]}` });
+      continue;
+    }
+    kept.push(c);
+    repeats.push(repeatFor(opts.clock === 'cpu' && once.cpu > 0.05 ? once.cpu : once.wall, opts.minRunSeconds ?? MIN_RUN_SECONDS));
+  }
+  return { kept, repeats, skipped };
+}
+
+/**
+ * Timing of one phase (columns that share a commit-graph state of the copies), interleaved: for
+ * each round, for each command, every scenario in turn. Short commands are batched so that a
+ * run outlasts the clock's resolution. Fills each scenario's warm (and cold) cells.
+ */
+function timePhase(result: BenchResult, phase: BenchCommand[], copies: ScenarioCopy[], coldOn: boolean, env: NodeJS.ProcessEnv, opts: BenchOptions, counter: Counter): void {
+  if (phase.length === 0) return;
   const nS = copies.length;
-  const gitArgs = (c: BenchCommand): string[] => ['-c', `core.commitGraph=${c.commitGraph}`, ...c.args];
+  // The files as they are now: the setup between phases writes another commit-graph.
+  for (const c of copies) c.files = filesToWarmAndEvict(c.gitDir);
+  const perCommand = opts.runs * nS * (coldOn ? 2 : 1);
   warmFiles(copies.flatMap((c) => c.files));
-  const repeats = commands.map((c, ci) => {
-    const once = timeGit(copies[0]!.gitDir, gitArgs(c), env);
-    const k = repeatFor(opts.clock === 'cpu' && once.cpu > 0.05 ? once.cpu : once.wall, opts.minRunSeconds ?? MIN_RUN_SECONDS);
-    result.commands[ci]!.repeat = k;
-    return k;
-  });
+  const { kept: commands, repeats, skipped } = calibrate(phase, copies[0]!, env, opts, result.promisor);
+  for (const s of skipped) {
+    result.skipped.push(s);
+    result.commands = result.commands.filter((c) => c.id !== s.id);
+    counter.total -= perCommand;
+  }
+  commands.forEach((c, ci) => (result.commands.find((x) => x.id === c.id)!.repeat = repeats[ci]!));
   const warmRuns = commands.map(() => copies.map(() => [] as RunTime[]));
   const coldRuns = commands.map(() => copies.map(() => [] as RunTime[]));
-  const totalRuns = opts.runs * commands.length * nS * (coldOn ? 2 : 1);
-  let done = 0;
   const each = (f: (c: BenchCommand, ci: number, si: number) => void): void => {
     for (const [ci, c] of commands.entries()) {
       for (let si = 0; si < nS; si++) {
         opts.signal?.throwIfAborted();
         f(c, ci, si);
-        opts.onProgress?.('timing', ++done, totalRuns);
+        opts.onProgress?.('timing', ++counter.done, counter.total);
       }
     }
   };
@@ -216,11 +245,11 @@ function timeScenarios(result: BenchResult, commands: BenchCommand[], copies: Sc
       each((c, ci, si) => {
         const ev = evict(copies[si]!.files);
         if (ev.failed.length > 0) throw new GitError('io', `page-cache eviction stopped working (pages stayed resident in ${ev.failed[0]}); cold numbers would be warm ones`);
-        coldRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env));
+        coldRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env, 1, beforeRun(c, copies[si]!.gitDir)));
       });
       warmFiles(copies.flatMap((c) => c.files));
     }
-    each((c, ci, si) => warmRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env, repeats[ci])));
+    each((c, ci, si) => warmRuns[ci]![si]!.push(timeGit(copies[si]!.gitDir, gitArgs(c), env, repeats[ci], beforeRun(c, copies[si]!.gitDir))));
   }
   for (const [ci, c] of commands.entries()) {
     for (let si = 0; si < nS; si++) {
@@ -233,21 +262,77 @@ function timeScenarios(result: BenchResult, commands: BenchCommand[], copies: Sc
 }
 
 /**
+ * The `+bloom` state in every copy (untimed): a commit-graph with changed-path Bloom filters,
+ * and git's trace2 statistics showing that it reads them, in every copy for `log -- <path>`
+ * and once for blame. Fails when git ignores them.
+ */
+function setUpBloom(result: BenchResult, copies: ScenarioCopy[], env: NodeJS.ProcessEnv, opts: BenchOptions): void {
+  const pathCol = result.commands.find((c) => c.state === 'bloom' && (c.id === 'path-oneline-bloom' || c.id === 'path-log-bloom'));
+  const blameCol = result.commands.find((c) => c.id === 'blame-bloom');
+  // Both columns exist only where HEAD is a commit (prepareColumns).
+  const commits = pathCol ?? blameCol ? Number(runGit(copies[0]!.gitDir, ['rev-list', '--count', 'HEAD'], env).trim()) : 0;
+  for (const [si, copy] of copies.entries()) {
+    opts.signal?.throwIfAborted();
+    opts.onProgress?.('commit-graphs with Bloom filters', si, copies.length);
+    const w = writeBloomGraph(copy.gitDir, env);
+    const row = result.scenarios[si]!;
+    row.bloomGraphBytes = w.bytes;
+    row.bloomGraphSeconds = w.seconds;
+    for (const c of si === 0 ? [pathCol, blameCol] : [pathCol]) {
+      if (c === undefined) continue;
+      const check = { scenario: row.name, line: commandLine(c), ...bloomStatistics(copy.gitDir, gitArgs(c), env) };
+      if (c.id !== 'blame-bloom') check.blameQueries = check.blameNo = undefined;
+      assertBloomUsed(check, commits, copy.gitDir);
+      result.bloom.push(check);
+    }
+  }
+  opts.onProgress?.('commit-graphs with Bloom filters', copies.length, copies.length);
+}
+
+/** The states whose meaning the report gives: those of the columns asked for. */
+function statesOf(commands: BenchCommand[]): Partial<Record<CommitGraphState, string>> {
+  const out: Partial<Record<CommitGraphState, string>> = {};
+  for (const c of commands) out[c.state] = STATE_TEXT[c.state];
+  return out;
+}
+
+/** Builds every scenario's copy; the columns are prepared in the first (`none`) copy, before the others are built. */
+async function buildAll(repo: Repository, result: BenchResult, workDir: string, env: NodeJS.ProcessEnv, opts: BenchOptions): Promise<ScenarioCopy[]> {
+  const copies: ScenarioCopy[] = [];
+  for (const [i, sc] of opts.scenarios.entries()) {
+    opts.signal?.throwIfAborted();
+    opts.onProgress?.('building scenarios', i, opts.scenarios.length);
+    const { row, copy } = await buildScenario(repo, sc, workDir, env, opts);
+    result.scenarios.push(row);
+    copies.push(copy);
+    if (i > 0) continue;
+    const cols = prepareColumns(opts.commands, copy.gitDir, env, { logN: opts.logN, promisor: result.promisor, paths: opts.paths });
+    result.commands = cols.commands.map((c) => ({ ...c, line: commandLine(c), repeat: 1 }));
+    result.skipped = cols.skipped;
+    result.paths = cols.paths;
+    result.states = statesOf(cols.commands);
+  }
+  opts.onProgress?.('building scenarios', opts.scenarios.length, opts.scenarios.length);
+  return copies;
+}
+
+/**
  * `git repack-ts bench`: builds each scenario in a private copy of the repository with our
- * rewriter, then times stock git's walks on every copy, interleaved (round by round, each command
- * on every scenario in turn) so that drift on a shared machine hits every scenario alike. Setup
- * (copy, rewrite, commit-graph, warming) is never inside a timed run. The original repository is
- * only read.
+ * rewriter, then times stock git's commands on every copy, interleaved (round by round, each
+ * command on every scenario in turn) so that drift on a shared machine hits every scenario
+ * alike. Phases by commit-graph state: the seed's columns (no graph, and a graph without Bloom
+ * filters), then the user columns (no graph, and a graph with Bloom filters), then the writing
+ * of that graph. Setup (copies, rewrites, commit-graphs, warming) is never inside a timed run.
+ * The original repository is only read.
  */
 export async function bench(repo: Repository, opts: BenchOptions): Promise<BenchResult> {
   const started = performance.now();
   const env = benchGitEnv(opts.env);
-  const progress = opts.onProgress;
   const infos = listPacks(repo.objectsDir);
   const promisor = infos.some((p) => p.promisor);
   const objects = countObjects(repo, infos);
   if (objects === 0) throw new GitError('missing-object', `nothing to benchmark: ${repo.gitDir} has no objects`);
-  const commands = benchCommands(opts.commands, { logN: opts.logN, promisor });
+  benchCommands(opts.commands, { logN: opts.logN, promisor });
   if (opts.clock === 'cpu' && childrenCpuSeconds() === undefined) throw new GitError('unsupported', '--clock=cpu needs /proc/self/stat (Linux)');
   const workDir = mkdtempSync(join(opts.workDir ?? tmpdir(), 'git-repack-ts-bench-'));
   if (!opts.keep) removeOnSignal(workDir);
@@ -259,7 +344,10 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
     runs: opts.runs,
     clock: opts.clock,
     logN: opts.logN,
-    commands: commands.map((c) => ({ ...c, line: commandLine(c), repeat: 1 })),
+    commands: [],
+    skipped: [],
+    states: {},
+    bloom: [],
     cold: { requested: opts.cold, available: false, reason: opts.cold ? '' : 'not requested (--cold)' },
     scenarios: [],
     workDir,
@@ -267,24 +355,22 @@ export async function bench(repo: Repository, opts: BenchOptions): Promise<Bench
     seconds: 0,
   };
   try {
-    const copies: ScenarioCopy[] = [];
-    for (const [i, sc] of opts.scenarios.entries()) {
-      opts.signal?.throwIfAborted();
-      progress?.('building scenarios', i, opts.scenarios.length);
-      const { row, copy } = await buildScenario(repo, sc, workDir, env, opts);
-      result.scenarios.push(row);
-      copies.push(copy);
-    }
-    progress?.('building scenarios', opts.scenarios.length, opts.scenarios.length);
+    const copies = await buildAll(repo, result, workDir, env, opts);
     if (opts.cold) {
       result.cold = coldAvailable(copies[0]!);
       if (!result.cold.available) opts.onWarning?.(`cold numbers are unavailable: ${result.cold.reason}`);
     }
-    timeScenarios(result, commands, copies, result.cold.available, env, opts);
+    const coldOn = result.cold.available;
+    const inPhase = (states: CommitGraphState[], group: 'seed' | 'user'): BenchCommand[] => result.commands.filter((c) => c.group === group && states.includes(c.state));
+    const counter: Counter = { done: 0, total: opts.runs * result.commands.length * copies.length * (coldOn ? 2 : 1) };
+    timePhase(result, inPhase(['off', 'cg'], 'seed'), copies, coldOn, env, opts, counter);
+    if (result.commands.some((c) => c.state === 'bloom')) setUpBloom(result, copies, env, opts);
+    timePhase(result, inPhase(['off', 'bloom'], 'user'), copies, coldOn, env, opts, counter);
+    timePhase(result, inPhase(['write'], 'user'), copies, coldOn, env, opts, counter);
     if (opts.reader.length > 0) {
-      progress?.('reader experiments', 0, 1);
-      result.reader = await runReaderExperiments(copies[0]!.repo, { experiments: opts.reader, commits: opts.readerCommits, rounds: opts.readerRounds ?? 3, cacheBytes: opts.readerCacheBytes, signal: opts.signal, onProgress: progress });
-      progress?.('reader experiments', 1, 1);
+      opts.onProgress?.('reader experiments', 0, 1);
+      result.reader = await runReaderExperiments(copies[0]!.repo, { experiments: opts.reader, commits: opts.readerCommits, rounds: opts.readerRounds ?? 3, cacheBytes: opts.readerCacheBytes, signal: opts.signal, onProgress: opts.onProgress });
+      opts.onProgress?.('reader experiments', 1, 1);
     }
   } finally {
     if (!opts.keep) rmSync(workDir, { recursive: true, force: true });
