@@ -11,7 +11,7 @@ import type { Levels } from '../repack/levels.js';
 /**
  * `git repack-ts --auto`, as `git gc --auto`: a cheap look at the object directory that says
  * whether a run is worth starting. Nothing is opened but the proven-packs file and the ends of
- * each pack's files; loose objects are estimated from one fan-out directory, as git does.
+ * each pack's files, and loose objects are counted until there are enough.
  */
 
 /** `repackTs.auto`'s default: objects not yet at the levels (in new packs or loose) that make a run worth it. */
@@ -22,7 +22,7 @@ export interface AutoCheck {
   run: boolean;
   /** Why (or why not), in words. */
   reason: string;
-  /** Objects in packs not proven at the levels, plus the estimate of loose ones. */
+  /** Objects in packs not proven at the levels, plus loose ones (counted up to the threshold). */
   pending: number;
   threshold: number;
 }
@@ -35,16 +35,29 @@ export function autoThreshold(repo: Repository): number {
   return n;
 }
 
-/** git's `too_many_loose_objects` estimate: the objects in `objects/17`, times 256. */
-export function estimateLoose(objectsDir: string, hexLen: number): number {
-  let names: string[];
+/**
+ * Loose objects, counted up to `enough` (then the count stops). git's `too_many_loose_objects`
+ * estimates from `objects/17` alone, which says 0 for most small repositories; reading each
+ * fan-out directory there is costs a few milliseconds.
+ */
+export function countLoose(objectsDir: string, hexLen: number, enough: number): number {
+  let top: string[];
   try {
-    names = readdirSync(join(objectsDir, '17'));
+    top = readdirSync(objectsDir).filter((d) => /^[0-9a-f]{2}$/.test(d));
   } catch {
     return 0;
   }
   const re = new RegExp(`^[0-9a-f]{${hexLen - 2}}$`);
-  return names.filter((n) => re.test(n)).length * 256;
+  let n = 0;
+  for (const d of top) {
+    try {
+      for (const name of readdirSync(join(objectsDir, d))) if (re.test(name)) n++;
+    } catch {
+      // gone or not a directory
+    }
+    if (n >= enough) break;
+  }
+  return n;
 }
 
 /**
@@ -58,7 +71,7 @@ export function autoCheck(repo: Repository, levels: Levels, targets: string): Au
   if ([levels[1], levels[2], levels[3], levels[4]].every((l) => l === 'keep')) return { run: false, reason: 'no zlib level is set', pending: 0, threshold };
   if (existsSync(journalPath(repo.objectsDir))) return { run: true, reason: 'an interrupted run is to be finished', pending: 0, threshold };
   const state = readProven(repo.objectsDir, repo.algo);
-  let pending = estimateLoose(repo.objectsDir, repo.algo.len * 2);
+  let pending = countLoose(repo.objectsDir, repo.algo.len * 2, threshold);
   for (const p of listPacks(repo.objectsDir)) {
     if (p.keep || p.cruft) continue;
     const id = identify(p.base, repo.algo);

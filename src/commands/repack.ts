@@ -407,7 +407,14 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     auto = autoCheck(repo, opts.levels, runTargets(opts));
     if (!auto.run) return { ...emptyResult(opts), auto };
   }
-  const run = new RepackRun(repo, opts);
+  let run: RepackRun;
+  try {
+    run = new RepackRun(repo, opts);
+  } catch (e) {
+    // As git gc --auto when another gc holds the repository: quietly nothing (gc.c, lock_repo_for_gc).
+    if (auto === undefined || !(e instanceof GitError) || e.code !== 'locked') throw e;
+    return { ...emptyResult(opts), auto: { ...auto, run: false, reason: e.message.split('\n')[0]! } };
+  }
   try {
     const r = await run.run();
     return auto === undefined ? r : { ...r, auto };
