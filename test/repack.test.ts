@@ -84,10 +84,15 @@ describe('repack rewrites every pack, losing nothing', () => {
         const out = JSON.parse(toolOk(['--json', ...sc.args], { cwd: repo }));
         expect(out.partitions.length).toBeGreaterThan(0);
         checkRewritten(repo, before, sc, FIXTURES[name].objectFormat === 'sha256' ? 32 : 20, false);
-        // A second run with the same settings re-encodes nothing and changes nothing.
+        // A second run with the same settings leaves the proven packs unread and changes nothing;
+        // one with -a reads them all again, re-encodes nothing and changes nothing.
         const files = packFiles(repo);
         const again = JSON.parse(toolOk(['--json', ...sc.args], { cwd: repo }));
-        for (const p of again.partitions) {
+        expect(again.partitions).toEqual([]);
+        expect(again.provenPacks.sort()).toEqual(files.filter((f) => f.endsWith('.pack')).map((f) => f.slice(0, -5)));
+        const all = JSON.parse(toolOk(['--json', '-a', ...sc.args], { cwd: repo }));
+        expect(all.partitions.length).toBeGreaterThan(0);
+        for (const p of all.partitions) {
           expect(p.stats.reencoded).toEqual({ commit: 0, tree: 0, blob: 0, tag: 0 });
           expect(p.unchanged).toBe(true);
         }

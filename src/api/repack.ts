@@ -25,13 +25,17 @@ export interface RepackOptions {
   fsck?: 'changed' | 'full' | 'connectivity' | false | undefined;
   /** `--keep-pack`: packs to leave alone, like a `.keep` file (names with or without `.pack`). */
   keepPacks?: readonly string[] | undefined;
+  /** `-a`: every pack into one (per partition), even those an earlier run proved at these levels. */
+  all?: boolean | undefined;
+  /** `--auto`: run only when enough objects are not yet at the levels (`repackTs.auto`, default 1000). */
+  auto?: boolean | undefined;
   onProgress?: ProgressCallback | undefined;
   /** What the CLI prints as `warning: …` (the run goes on). */
   onWarning?: ((message: string) => void) | undefined;
   signal?: AbortSignal | undefined;
 }
 
-const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'onProgress', 'onWarning', 'signal'] as const;
+const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'all', 'auto', 'onProgress', 'onWarning', 'signal'] as const;
 
 function level(name: string, v: unknown): Level | undefined {
   if (v === undefined) return undefined;
@@ -65,6 +69,8 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
     dryRun: o.dryRun === true,
     fsck: fsckMode(o.fsck),
     keepPacks: [...keepPacks],
+    all: o.all === true,
+    auto: o.auto === true,
     onProgress: o.onProgress,
     onWarning: o.onWarning,
     signal: o.signal,

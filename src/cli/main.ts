@@ -27,6 +27,7 @@ export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [
    or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader[=<list>]] [--json] [--svg=<file>]
    or: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] <file>
    or: git repack-ts walk [--read-blobs] [--json] [<pack>...]
+   or: git repack-ts maintenance (start | stop) [--scheduler=<scheduler>]
 
 Rewrite the repository's packs with per-type zlib levels, keeping every delta.
 See 'git help repack-ts' for the options of each command.
@@ -42,6 +43,7 @@ const COMMANDS: Record<string, () => Promise<Runner>> = {
   walk: async () => (await import('./walk.js')).runWalk,
   'hash-object': async () => (await import('./hash-object.js')).runHashObject,
   bench: async () => (await import('./bench.js')).runBench,
+  maintenance: async () => (await import('./maintenance.js')).runMaintenance,
 };
 
 /** package.json's version (beside dist/ in the installed package, beside src/ in the clone). */

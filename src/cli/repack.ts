@@ -24,6 +24,9 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
                           entry written anew), full or connectivity (git fsck)
     --no-fsck             no git check (our own proof of the new pack still runs)
     --keep-pack <name>    leave this pack alone (repeatable), like a .keep file
+    -a, --all             every pack into one, even those an earlier run left at these levels
+    --auto                run only when enough objects are not at these levels yet
+                          (repackTs.auto, default 1000; 0 turns it off)
     --zstd[=<level>] -o <file>
                           write every object into a zstd pack <file> instead (outside the
                           repository; default level 10); --dict-size=<bytes> (default 112640)
@@ -54,6 +57,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
       .option('dry-run', { alias: 'n', type: 'boolean', default: false })
       .option('json', { type: 'boolean', default: false })
       .option('keep-pack', { type: 'string', array: true })
+      .option('all', { alias: 'a', type: 'boolean', default: false })
+      .option('auto', { type: 'boolean', default: false })
       .option('zstd', { type: 'string', optionalValue: true })
       .option('output', { alias: 'o', type: 'string' })
       .option('dict-size', { type: 'string' })
@@ -72,7 +77,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
-  if (!o.json && [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')) io.err(NO_LEVEL_HINT);
+  if (!o.json && !o.quiet && !o.auto && [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')) io.err(NO_LEVEL_HINT);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
   // The library's rewrite: --json prints exactly what the API's repack() resolves to.
   const r = await repackRepo(repo, {
@@ -85,6 +90,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
     dryRun: o['dry-run'],
     fsck: fsck === 'none' ? false : fsck,
     keepPacks: keep,
+    all: o.all,
+    auto: o.auto,
     onProgress: progress,
     onWarning: (m) => warn(io, m),
   });
@@ -92,6 +99,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
     io.out(JSON.stringify(r, null, 2) + '\n');
     return 0;
   }
+  // As git gc --auto: nothing printed when there is too little to do.
+  if (r.auto?.run === false) return 0;
   if (!o.quiet || r.dryRun) io.out(summary(r));
   return 0;
 }
@@ -100,7 +109,7 @@ function summary(r: RepackResult): string {
   const lines: string[] = [];
   const L = r.levels;
   lines.push(`levels: commit ${L.commit}, tree ${L.tree}, blob ${L.blob}, tag ${L.tag}`);
-  if (r.partitions.length === 0) lines.push('nothing to repack');
+  if (r.partitions.length === 0) lines.push(r.provenPacks.length > 0 ? 'nothing new to repack' : 'nothing to repack');
   for (const p of r.partitions) {
     const s = p.stats;
     const re = s.reencoded;
@@ -118,6 +127,7 @@ function summary(r: RepackResult): string {
     if (r.removedPacks.length || r.removedLoose) lines.push(`removed ${r.removedPacks.length} old pack${r.removedPacks.length === 1 ? '' : 's'} and ${r.removedLoose} loose object${r.removedLoose === 1 ? '' : 's'}`);
     if (r.midx !== 'none') lines.push(`multi-pack-index ${r.midx}`);
     if (r.keptPacks.length) lines.push(`left alone: ${r.keptPacks.join(', ')}`);
+    if (r.provenPacks.length) lines.push(`already at these levels, left as they are: ${r.provenPacks.length} pack${r.provenPacks.length === 1 ? '' : 's'}`);
     if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
   }
   return lines.join('\n') + '\n';

@@ -123,7 +123,7 @@ async function buildScenario(repo: Repository, sc: Scenario, workDir: string, en
   const copy = makePrivateCopy(repo, join(workDir, sc.name.replace(/[^a-z0-9.-]/gi, '_')));
   const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env });
   const run = (dryRun: boolean): Promise<RepackResult> =>
-    repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
+    repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, all: dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
   const r = await run(false);
   let rerun: number | undefined;
   if (Object.values(sc.levels).includes('auto')) {

@@ -19,6 +19,10 @@ import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
+import { DEFAULT_AUTO_RULE, targetsKey, targetsCover } from '../repack/encoding.js';
+import { packsToRewrite, type PackCandidate } from '../repack/select.js';
+import { autoCheck, type AutoCheck } from './repack-auto.js';
+import { entriesOf, identify, readProven, writeProven, type ProvenEntry } from '../store/proven.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 
@@ -38,6 +42,14 @@ export interface RepackOptions {
   onWarning?: ((message: string) => void) | undefined;
   /** The largest pack entry held whole (MAX_HELD_ENTRY, 2 GiB - 1; lowered by tests only). */
   maxHeldEntry?: number | undefined;
+  /**
+   * `-a`: every pack into one per partition, as a first run does. Without it, packs proven at
+   * these levels by an earlier run (store/proven.ts) are left as they are unless the geometric
+   * rule merges them (repack/select.ts), and only what is new is rewritten.
+   */
+  all?: boolean | undefined;
+  /** `--auto`: first a cheap check (repack-auto.ts); the run goes ahead only when it says so. */
+  auto?: boolean | undefined;
 }
 
 export interface PartitionResult {
@@ -58,11 +70,15 @@ export interface RepackResult {
   levels: { commit: Level; tree: Level; blob: Level; tag: Level };
   partitions: PartitionResult[];
   keptPacks: string[];
+  /** Packs left as they are because an earlier run proved them at these levels. */
+  provenPacks: string[];
   removedPacks: string[];
   removedLoose: number;
   midx: 'none' | 'rewritten' | 'removed';
   fsck: FsckMode;
   leftoversCleaned: string[];
+  /** With `--auto`: what the check found, and whether the run went ahead. */
+  auto?: AutoCheck | undefined;
 }
 
 function normalizeKeep(name: string): string {
@@ -76,6 +92,24 @@ const MAX_PROMISOR_BYTES = 64 << 20;
 function isSystemError(e: unknown): e is NodeJS.ErrnoException {
   const err = e as NodeJS.ErrnoException;
   return !(e instanceof GitError) && err !== null && typeof err === 'object' && typeof err.code === 'string' && typeof err.syscall === 'string';
+}
+
+type Partition = 'normal' | 'promisor';
+
+/** What a run starts from, before any pack is opened. */
+interface Selection {
+  /** Every pack with an `.idx`. */
+  infos: PackInfo[];
+  /** The packs to rewrite, by partition. */
+  parts: Record<Partition, PackInfo[]>;
+  /** Packs left as they are: kept, cruft, --keep-pack, and proven ones not merged. */
+  retained: PackInfo[];
+  looseIds: Buffer[];
+  writeRev: boolean;
+  /** `targetsKey` of this run's levels. */
+  targets: string;
+  /** The state's entries for the proven packs left as they are (recorded again). */
+  keepProven: ProvenEntry[];
 }
 
 /** The packs and loose objects a run starts from, opened. */
@@ -118,17 +152,7 @@ class RepackRun {
   ) {
     this.warn = opts.onWarning ?? (() => undefined);
     this.packDir = join(repo.objectsDir, 'pack');
-    this.result = {
-      dryRun: opts.dryRun,
-      levels: { commit: opts.levels[1], tree: opts.levels[2], blob: opts.levels[3], tag: opts.levels[4] },
-      partitions: [],
-      keptPacks: [],
-      removedPacks: [],
-      removedLoose: 0,
-      midx: 'none',
-      fsck: opts.fsck,
-      leftoversCleaned: [],
-    };
+    this.result = emptyResult(opts);
     this.shared = sharedRepositoryOf(repo.config);
     this.lock = opts.dryRun ? undefined : guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir, this.shared));
     this.odb = new ObjectDatabase(repo.algo, [repo.objectsDir, ...repo.alternates]);
@@ -137,7 +161,10 @@ class RepackRun {
   async run(): Promise<RepackResult> {
     const { opts, repo } = this;
     if (!opts.dryRun) this.recover();
-    const src = this.openSources();
+    const sel = this.select();
+    // Nothing new and nothing to merge: no pack is opened (issue 32: a run with nothing to do).
+    if (sel.parts.normal.length === 0 && sel.parts.promisor.length === 0 && sel.looseIds.length === 0) return this.result;
+    const src = this.openSources(sel);
     const written = await this.writePartitions(src);
     if (opts.dryRun) return this.result;
     fault('phase:written');
@@ -155,6 +182,7 @@ class RepackRun {
     }
     const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where });
     Object.assign(this.result, done);
+    this.recordProven(sel);
     return this.result;
   }
 
@@ -173,33 +201,82 @@ class RepackRun {
     this.where.state = 'nothing was changed';
   }
 
-  private openSources(): Sources {
+  /**
+   * Which packs this run rewrites, before any is opened: all but kept and cruft ones with `-a` or
+   * on a first run; else what is new and what the geometric rule merges with it, leaving packs
+   * an earlier run proved at these levels as they are (repack/select.ts, store/proven.ts).
+   */
+  private select(): Selection {
     const { repo, opts } = this;
     const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
     const infos = listPacks(repo.objectsDir);
-    const retained: PackInfo[] = [];
-    const parts: Sources['parts'] = { normal: [], promisor: [] };
-    for (const p of infos) {
-      if (p.keep || p.cruft || keepNames.has(p.name)) retained.push(p);
-      else parts[p.promisor ? 'promisor' : 'normal'].push(p);
-    }
     for (const k of keepNames) {
       if (!infos.some((p) => p.name === k)) throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
     }
-    this.result.keptPacks = retained.map((p) => p.name);
-    const opened = new Map<string, Pack>();
+    const looseIds = listLoose(repo.objectsDir, repo.algo);
+    const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
+    const targets = runTargets(opts);
+    const state = opts.all === true ? [] : readProven(repo.objectsDir, repo.algo);
+    const sel: Selection = { infos, parts: { normal: [], promisor: [] }, retained: [], looseIds, writeRev, targets, keepProven: [] };
+    const candidates: Record<Partition, { info: PackInfo; c: PackCandidate; entries: ProvenEntry[] }[]> = { normal: [], promisor: [] };
     for (const p of infos) {
+      if (p.keep || p.cruft || keepNames.has(p.name)) {
+        sel.retained.push(p);
+        continue;
+      }
+      const id = state.length > 0 ? identify(p.base, repo.algo) : undefined;
+      const had = id === undefined ? [] : entriesOf(state, id);
+      const proven = (!writeRev || p.rev) && had.some((e) => targetsCover(e.targets, targets));
+      candidates[p.promisor ? 'promisor' : 'normal'].push({ info: p, c: { name: p.name, objects: id?.objects ?? 0, proven }, entries: had });
+    }
+    this.result.keptPacks = sel.retained.map((p) => p.name);
+    for (const kind of ['normal', 'promisor'] as const) {
+      const chosen = packsToRewrite(candidates[kind].map((x) => x.c), kind === 'normal' ? looseIds.length : 0);
+      for (const x of candidates[kind]) {
+        if (chosen.has(x.info.name)) sel.parts[kind].push(x.info);
+        else {
+          sel.retained.push(x.info);
+          sel.keepProven.push(...x.entries);
+          this.result.provenPacks.push(x.info.name);
+        }
+      }
+    }
+    return sel;
+  }
+
+  /** Every pack opened (the retained ones hold objects the new packs leave out), loose ids listed. */
+  private openSources(sel: Selection): Sources {
+    const { repo } = this;
+    const opened = new Map<string, Pack>();
+    for (const p of sel.infos) {
       const pack = Pack.open(p.base + '.pack', repo.algo);
       opened.set(p.base, pack);
       this.odb.addPack(pack);
     }
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
-    const retainedPacks = retained.map((p) => opened.get(p.base)!);
+    const retainedPacks = sel.retained.map((p) => opened.get(p.base)!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
-    const looseIds = listLoose(repo.objectsDir, repo.algo);
     fault('phase:listed');
-    const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
-    return { parts, retainedPacks, opened, excluded, looseIds, writeRev };
+    return { parts: sel.parts, retainedPacks, opened, excluded, looseIds: sel.looseIds, writeRev: sel.writeRev };
+  }
+
+  /**
+   * Records the packs this run leaves proven at its levels: those it wrote or found already at
+   * them, and the proven ones it left alone. Best effort: a run that cannot record it succeeded
+   * all the same, and the next one scans again.
+   */
+  private recordProven(sel: Selection): void {
+    const entries: ProvenEntry[] = [...sel.keepProven];
+    for (const pr of this.result.partitions) {
+      if (pr.newPack === undefined) continue;
+      const id = identify(join(this.packDir, pr.newPack), this.repo.algo);
+      if (id !== undefined) entries.push({ ...id, targets: sel.targets });
+    }
+    try {
+      writeProven(this.repo.objectsDir, entries, this.shared);
+    } catch (e) {
+      this.warn(`could not record the packs proven at these levels (${(e as Error).message}); the next run reads them again`);
+    }
   }
 
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
@@ -325,12 +402,46 @@ class RepackRun {
  * git (`FsckMode`), installed in git's order, and only then are the old files removed.
  */
 export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
-  const run = new RepackRun(repo, opts);
+  let auto: AutoCheck | undefined;
+  if (opts.auto === true) {
+    auto = autoCheck(repo, opts.levels, runTargets(opts));
+    if (!auto.run) return { ...emptyResult(opts), auto };
+  }
+  let run: RepackRun;
   try {
-    return await run.run();
+    run = new RepackRun(repo, opts);
+  } catch (e) {
+    // As git gc --auto when another gc holds the repository: quietly nothing (gc.c, lock_repo_for_gc).
+    if (auto === undefined || !(e instanceof GitError) || e.code !== 'locked') throw e;
+    return { ...emptyResult(opts), auto: { ...auto, run: false, reason: e.message.split('\n')[0]! } };
+  }
+  try {
+    const r = await run.run();
+    return auto === undefined ? r : { ...r, auto };
   } catch (e) {
     throw run.explain(e);
   } finally {
     run.cleanup();
   }
+}
+
+/** This run's targets as store/proven.ts records them. */
+function runTargets(opts: RepackOptions): string {
+  return targetsKey({ levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1 });
+}
+
+/** The result of a run that has done nothing yet. */
+function emptyResult(opts: RepackOptions): RepackResult {
+  return {
+    dryRun: opts.dryRun,
+    levels: { commit: opts.levels[1], tree: opts.levels[2], blob: opts.levels[3], tag: opts.levels[4] },
+    partitions: [],
+    keptPacks: [],
+    provenPacks: [],
+    removedPacks: [],
+    removedLoose: 0,
+    midx: 'none',
+    fsck: opts.fsck,
+    leftoversCleaned: [],
+  };
 }

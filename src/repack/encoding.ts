@@ -158,3 +158,31 @@ export function mayKeep(enc: EntryEncoding, s: EntryStream): boolean {
   if (enc.copy || s.block === BLOCK_NOT_ZLIB) return false;
   return s.flevel === flevelOf(enc.level) || (s.block === BLOCK_STORED && enc.maxLen !== Infinity);
 }
+
+/**
+ * The targets as a word (`c=0,t=0,b=keep,g=keep`, then `,rule=…,f=…` when a type is `auto`): what
+ * store/proven.ts records a pack as proven at. A pack at a word's levels is at another's when each
+ * type the other sets (not `keep`) has the same level, and `auto` the same rule and fallback.
+ */
+export function targetsKey(t: Omit<Targets, 'zstd'>): string {
+  const l = t.levels;
+  const key = `c=${l[1]},t=${l[2]},b=${l[3]},g=${l[4]}`;
+  if (![l[1], l[2], l[3], l[4]].includes('auto')) return key;
+  return `${key},rule=${t.rule.smallBytes}:${t.rule.maxRatio}${t.rule.fixed === true ? ':fixed' : ''},f=${t.fallback}`;
+}
+
+/** Does a pack proven at the targets `had` (a `targetsKey`) already have the targets `want`? */
+export function targetsCover(had: string, want: string): boolean {
+  const parse = (k: string): Map<string, string> => new Map(k.split(',').map((p) => p.split('=') as [string, string]));
+  const h = parse(had);
+  const w = parse(want);
+  let auto = false;
+  for (const type of ['c', 't', 'b', 'g']) {
+    const lw = w.get(type);
+    if (lw === undefined || h.get(type) === undefined) return false;
+    if (lw === 'keep') continue;
+    if (h.get(type) !== lw) return false;
+    if (lw === 'auto') auto = true;
+  }
+  return !auto || (h.get('rule') === w.get('rule') && h.get('f') === w.get('f'));
+}
