@@ -108,6 +108,10 @@ beforeAll(() => {
   // Alternates: a relative entry, a comment, a missing directory, and the repository itself.
   const alt = repoWithCommit(path.join(root, 'alt'), 800);
   write(path.join(alt.gitDir(), 'objects', 'info', 'alternates'), `# a comment\n../../../other/.git/objects\n${root}/nowhere\n${root}/alt/.git/objects\n`);
+  // A symbolic link to w: git works from the physical directory.
+  fs.symlinkSync(path.join(root, 'w'), path.join(root, 'link'));
+  // A .git directory whose configuration says bare.
+  repoWithCommit(path.join(root, 'cb'), 900).config('core.bare', 'true');
   // safe.directory for w, in a file named relatively from w/sub (git reads it from there while looking).
   write(path.join(root, 'w', 'safe.cfg'), `[safe]\n\tdirectory = ${root}/w\n`);
 }, 120_000);
@@ -159,6 +163,12 @@ const CASES: [string, string, Env][] = [
   ['GIT_CEILING_DIRECTORIES: relative entries ignored', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: 'w:sub' }],
   ['GIT_CEILING_DIRECTORIES: after an empty entry, not made real', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: ':@/w//sub' }],
   ['GIT_CEILING_DIRECTORIES: /', 'w/sub', { GIT_CEILING_DIRECTORIES: '/' }],
+  ['GIT_CEILING_DIRECTORIES through a symbolic link, made real', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: '@/link/sub' }],
+  ['GIT_CEILING_DIRECTORIES through a symbolic link after an empty entry, as written', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: ':@/link/sub' }],
+  ['a cwd through a symbolic link', 'link/sub', {}],
+  ['core.bare=true in a .git directory found from a subdirectory', 'cb/sub', {}],
+  ['GIT_DIR naming a bare repository from inside it', 'b.git/refs', { GIT_DIR: '..' }],
+  ['GIT_WORK_TREE empty', 'w', { GIT_DIR: '.git', GIT_WORK_TREE: '' }],
   ['GIT_DISCOVERY_ACROSS_FILESYSTEM true', 'w/sub', { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'true' }],
   ['GIT_DISCOVERY_ACROSS_FILESYSTEM not a boolean', 'w/sub', { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'sometimes' }],
   ['repository format 1 with an unknown extension', 'ext1', {}],
