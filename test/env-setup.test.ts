@@ -8,6 +8,7 @@
  * core.worktree, .git files, linked worktrees and repository formats, relative and absolute,
  * from the top, a subdirectory, a git directory and outside.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -184,6 +185,36 @@ describe('issue 31: the repository git finds, found the same way', () => {
     const cwd = path.join(root, where);
     const theirs = gitView(cwd, env);
     expect(ourView(cwd, env)).toEqual(theirs);
+  });
+});
+
+/** Can this process mount a tmpfs (root with the capability)? */
+function canMount(): boolean {
+  if (process.geteuid?.() !== 0) return false;
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-env-mount-'));
+  const ok = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', d]).status === 0;
+  if (ok) spawnSync('umount', [d]);
+  fs.rmdirSync(d);
+  return ok;
+}
+
+describe.skipIf(!canMount())('issue 31: a file-system boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM)', () => {
+  it('a tmpfs mounted inside a work tree: the search stops at it, as git’s does, unless the variable says to cross', () => {
+    const mnt = path.join(root, 'w', 'mnt');
+    fs.mkdirSync(mnt);
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status).toBe(0);
+    try {
+      fs.mkdirSync(path.join(mnt, 'sub'));
+      const cases: Env[] = [{}, { GIT_DISCOVERY_ACROSS_FILESYSTEM: '1' }, { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'false' }];
+      for (const env of cases) {
+        const theirs = gitView(path.join(mnt, 'sub'), env);
+        expect(ourView(path.join(mnt, 'sub'), env), JSON.stringify(env)).toEqual(theirs);
+      }
+      expect(gitView(path.join(mnt, 'sub'), {}).error).toMatch(/Stopping at filesystem boundary/);
+    } finally {
+      spawnSync('umount', [mnt]);
+      fs.rmdirSync(mnt);
+    }
   });
 });
 
