@@ -346,7 +346,7 @@ describe('config and levels', () => {
     expect(m.get('flag')).toEqual([null]);
     expect(parseConfigInt('1k')).toBe(1024);
     expect(parseConfigInt('2m')).toBe(2 * 1024 * 1024);
-    expect(parseConfigInt('x')).toBeUndefined();
+    expect(parseConfigInt('x')).toBe('invalid unit');
   });
 
   const cfg = (text: string) => new GitConfig(parseConfigList(Buffer.from(text)));

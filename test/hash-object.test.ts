@@ -16,7 +16,8 @@ import type { Io } from '../src/cli/io.js';
 import { main } from '../src/cli/main.js';
 import { ParallelDeflate, adler32, zlibHeader } from '../src/codec/parallel-deflate.js';
 import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object.js';
-import { fsyncLooseObjects, parseFsyncComponents, parsePlainConfig, readPlainConfig } from '../src/commands/hash-object-config.js';
+import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object-config.js';
+import { parsePlainConfig, readPlainConfig as readPlain } from '../src/store/config-files.js';
 import { GitConfig, parseConfigList } from '../src/store/config.js';
 import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { ContentSizeError, ObjectHasher, hashFdSync, hashObject } from '../src/hash/hash-object.js';
@@ -603,6 +604,8 @@ describe('hash-object: configuration read without git config when it is plain', 
   }
   const listed = (c: GitConfig | undefined) => c?.keys().map((k) => [k, c.getAll(k)]);
   const gitList = (gitDir: string | undefined, env: Record<string, string>) => listed(new GitConfig(parseConfigList(gitOutput(gitDir, env))));
+  const readPlainConfig = (commonDir: string | undefined, env: Record<string, string>) =>
+    readPlain({ cwd: commonDir ?? '/', repo: commonDir === undefined ? undefined : { gitDir: commonDir, commonDir, worktreeConfig: false }, env });
   const ours = (commonDir: string | undefined, env: Record<string, string>) => listed(readPlainConfig(commonDir, env));
 
   it('plain files: the same entries as git config --list, in git’s order (global, then the repository)', () => {
@@ -654,7 +657,16 @@ describe('hash-object: configuration read without git config when it is plain', 
     expect(readPlainConfig(path.join(repo, '.git'), env)).toBeUndefined();
     fs.writeFileSync(cfg, base);
     expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_PARAMETERS: "'a.b'='1'" })).toBeUndefined();
-    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_CONFIG_SYSTEM: '/dev/null' })).toBeUndefined();
+    // Without GIT_CONFIG_SYSTEM the system file is wherever git was built to look (here one of
+    // the places it may be, <prefix>/etc/gitconfig of GIT_EXEC_PATH, holds one): git is asked.
+    const prefix = path.join(root, 'unplain-prefix');
+    write(path.join(prefix, 'etc', 'gitconfig'), '[a]\n\tb = 1\n');
+    const noSystemPath: Record<string, string> = { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_EXEC_PATH: path.join(prefix, 'libexec', 'git-core') };
+    delete noSystemPath.GIT_CONFIG_SYSTEM;
+    expect(readPlainConfig(path.join(repo, '.git'), noSystemPath)).toBeUndefined();
+    // GIT_CONFIG_SYSTEM names it: read like any other file.
+    const named = { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_CONFIG_SYSTEM: cfg };
+    expect(ours(path.join(repo, '.git'), named)).toEqual(gitList(path.join(repo, '.git'), named));
   });
 });
 

@@ -257,7 +257,7 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 
   });
   afterAll(() => fs.rmSync(pristine.dir, { recursive: true, force: true }));
   const run = (dir: string, blob: Level): Promise<unknown> =>
-    repack(discoverRepository({ cwd: dir, env: {} }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: 512 << 10 });
+    repack(discoverRepository({ cwd: dir, env: {}, euid: process.geteuid!() }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: 512 << 10 });
 
   it('an entry to re-encode over it is refused before anything is written: fatal, 128, nothing changed', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));

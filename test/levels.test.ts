@@ -110,7 +110,7 @@ function run(repo: string, t: Target, extra: string[] = []): { bytesOut: number;
 /** The same rewrite in this process (the A → S paths: sixty rewrites without sixty node start-ups). */
 async function runInProcess(repo: string, t: Target): Promise<void> {
   const l = t === 'auto' || t === 'keep' ? t : Number(t);
-  await repack(discoverRepository({ cwd: repo, env: {} }), { levels: { 1: l, 2: l, 3: l, 4: l }, autoFallback: -1, dryRun: false, fsck: 'none', keepPacks: [] });
+  await repack(discoverRepository({ cwd: repo, env: {}, euid: process.geteuid!() }), { levels: { 1: l, 2: l, 3: l, 4: l }, autoFallback: -1, dryRun: false, fsck: 'none', keepPacks: [] });
 }
 
 /** Each entry's encoding by object id, read from the pack bytes at the offsets git's show-index gives. */

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { git, gitEnv, objectSet } from './helpers/git.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { BIN, tool } from './helpers/tool.js';
+import { hashObject } from '../src/api/hash-object.js';
 
 const NOBODY = 65534;
 const asRoot = process.geteuid?.() === 0;
@@ -191,6 +192,36 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     const tw = tool(['hash-object', '-w', f], { cwd: repo });
     expect(gw.status).toBe(128);
     expect({ status: tw.status, err: tw.stderr }).toEqual({ status: gw.status, err: gw.stderr });
+  });
+
+  it('safe.directory in a relative GIT_CONFIG_GLOBAL is read from where the search starts, as git reads it (issue 31)', () => {
+    const repo = useFixtureCopy('basic');
+    const sub = path.join(repo, 'sub');
+    fs.mkdirSync(sub);
+    // From sub/, ../safe.cfg is the repository's own top; from the top it would be its parent.
+    fs.writeFileSync(path.join(repo, 'safe.cfg'), `[safe]\n\tdirectory = ${repo}\n`);
+    chownTree(repo, NOBODY);
+    for (const cwd of [sub, repo]) {
+      const r = both(cwd, { GIT_CONFIG_GLOBAL: '../safe.cfg' });
+      expect(r.git.status, cwd).toBe(cwd === sub ? 0 : 128);
+      expect(r.tool, cwd).toEqual(r.git);
+    }
+  });
+
+  it('the library’s hashObject({ write: true, repository }) refuses another user’s repository and creates nothing (issue 30)', async () => {
+    const repo = useFixtureCopy('basic');
+    const file = path.join(path.dirname(repo), 'new-content.txt');
+    fs.writeFileSync(file, `content no repository has ${repo}\n`);
+    chownTree(repo, NOBODY);
+    const tree = (): string[] => fs.readdirSync(repo, { recursive: true, encoding: 'utf8' }).sort();
+    const before = tree();
+    const g = git(['hash-object', '-w', file], { cwd: repo });
+    expect(g.stderr).toBe(dubious(repo));
+    await expect(hashObject(file, { write: true, repository: repo })).rejects.toMatchObject({ code: 'dubious-ownership', message: dubious(repo).slice('fatal: '.length, -1) });
+    expect(tree()).toEqual(before);
+    // Without -w git hashes outside the repository it may not use; so does the library.
+    expect(await hashObject(file, { repository: repo })).toBe(git(['hash-object', file], { cwd: repo }).stdout.toString().trim());
+    expect(tree()).toEqual(before);
   });
 
   it('GIT_TEST_ASSUME_DIFFERENT_OWNER, git’s own test switch, without chown', () => {

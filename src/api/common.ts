@@ -31,7 +31,12 @@ export function apiEnv(): NodeJS.ProcessEnv {
  */
 export function repositoryAt(path: string): Repository {
   // git's safe.directory rule, as for the command (CVE-2022-24765): another user's repository is refused.
-  return discoverRepository({ cwd: directoryAt(path), env: apiEnv(), euid: process.geteuid?.() });
+  return discoverRepository({ cwd: directoryAt(path), env: apiEnv(), euid: callerEuid() });
+}
+
+/** geteuid(), for git's ownership check; a platform without one (Windows) reports owner 0 for every file. */
+export function callerEuid(): number {
+  return process.geteuid?.() ?? 0;
 }
 
 /** `path` made absolute; it must be a directory (where `git -C <path>` could go). */

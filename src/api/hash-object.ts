@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { hashObjects } from '../commands/hash-object.js';
 import { GitRepackError } from '../errors.js';
-import { apiCall, apiEnv, checkOptions, directoryAt } from './common.js';
+import { apiCall, apiEnv, callerEuid, checkOptions, directoryAt } from './common.js';
 
 export interface HashObjectOptions {
   /** `-t`: the object type (default blob). */
@@ -47,6 +47,8 @@ export async function hashObject(filePath: string, options: HashObjectOptions = 
         cwd: options.repository !== undefined ? directoryAt(options.repository) : dirname(file),
         gitDir: undefined,
         env: apiEnv(),
+        // The command's own check: another user's repository is refused before anything is written.
+        euid: callerEuid(),
       },
       { onIds: (lines) => (id = lines.split('\n')[0]), onStderr: (text) => options.onWarning?.(text.trimEnd()), signal: options.signal },
     );

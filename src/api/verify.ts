@@ -4,7 +4,7 @@ import { verifyPack, type VerifyPackResult } from '../commands/verify.js';
 import { GitRepackError } from '../errors.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
 import { discoverRepository } from '../store/repo.js';
-import { apiCall, apiEnv, checkOptions, type ProgressCallback } from './common.js';
+import { apiCall, apiEnv, callerEuid, checkOptions, type ProgressCallback } from './common.js';
 
 export interface VerifyOptions {
   /** `--object-format`: default the format of the repository holding the pack, else sha1. */
@@ -85,7 +85,7 @@ export async function verifyTargets(targets: readonly VerifyTarget[], run: Verif
 /** The format and threshold of the repository holding `pack`, as verify-pack takes them from its own. */
 function repositoryOf(pack: string): { algo: HashAlgo; bigFileThreshold: number | undefined } {
   try {
-    const repo = discoverRepository({ cwd: dirname(pack), env: apiEnv(), euid: process.geteuid?.() });
+    const repo = discoverRepository({ cwd: dirname(pack), env: apiEnv(), euid: callerEuid() });
     return { algo: repo.algo, bigFileThreshold: repo.config.getInt('core.bigFileThreshold') };
   } catch {
     return { algo: SHA1, bigFileThreshold: undefined };

@@ -4,6 +4,7 @@ import { DelegatedGitFailed, hashObjects, type HashObjectOptions } from '../comm
 import { HashObjectError } from '../hash/hash-object.js';
 import { type Io, UsageError, reportError } from './io.js';
 import type { CliContext } from './main.js';
+import { euidOf } from './repo.js';
 
 /**
  * `git repack-ts hash-object`: argv parsed by a port of git's parse-options for this one table
@@ -298,7 +299,7 @@ export async function runHashObject(argv: string[], ctx: CliContext): Promise<nu
     cwd: ctx.cwd,
     gitDir: ctx.gitDir,
     env: io.env,
-    euid: io.euid,
+    euid: euidOf(ctx),
     stdinFd: 0,
   };
   try {

@@ -1,11 +1,12 @@
 import { discoverRepository, type Repository } from '../store/repo.js';
-import { readPlainConfig } from '../commands/hash-object-config.js';
 import type { CliContext } from './main.js';
 
-/**
- * The repository a command runs in, its configuration read without a `git config` process when
- * every file git would read is plain (`readPlainConfig`: ~15 ms of each run here), else from git.
- */
+/** The repository a command runs in, found and checked as git finds it (store/setup.ts). */
 export function openRepository(ctx: CliContext): Repository {
-  return discoverRepository({ cwd: ctx.cwd, gitDir: ctx.gitDir, env: ctx.io.env, euid: ctx.io.euid, readConfig: readPlainConfig });
+  return discoverRepository({ cwd: ctx.cwd, gitDir: ctx.gitDir, env: ctx.io.env, euid: euidOf(ctx) });
+}
+
+/** geteuid(); a platform without one (Windows) reports owner 0 for every file, so 0 owns them all. */
+export function euidOf(ctx: CliContext): number {
+  return ctx.io.euid ?? 0;
 }

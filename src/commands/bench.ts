@@ -121,7 +121,7 @@ function seconds(since: number): number {
 async function buildScenario(repo: Repository, sc: Scenario, workDir: string, env: NodeJS.ProcessEnv, opts: BenchOptions): Promise<{ row: ScenarioResult; copy: ScenarioCopy }> {
   const t0 = performance.now();
   const copy = makePrivateCopy(repo, join(workDir, sc.name.replace(/[^a-z0-9.-]/gi, '_')));
-  const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env });
+  const copyRepo = discoverRepository({ cwd: copy.gitDir, gitDir: copy.gitDir, env, euid: repo.euid });
   const run = (dryRun: boolean): Promise<RepackResult> =>
     repack(copyRepo, { levels: sc.levels, autoFallback: -1, autoRule: sc.autoRule, dryRun, all: dryRun, fsck: 'none', keepPacks: [], signal: opts.signal, onWarning: opts.onWarning });
   const r = await run(false);

@@ -13,12 +13,14 @@ import {
   hashFdSync,
   readFdExact,
 } from '../hash/hash-object.js';
-import { GitConfig } from '../store/config.js';
+import type { GitConfig } from '../store/config.js';
 import type { Repository } from '../store/repo.js';
 import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js';
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
 import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
-import { readPlainConfig, writeSettings, type WriteSettings } from './hash-object-config.js';
+import { writeSettings, type WriteSettings } from './hash-object-config.js';
+import { loadConfig } from '../store/config-files.js';
+import { realPath } from '../store/setup-paths.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
 import { readToEnd } from './read-loop.js';
@@ -145,7 +147,8 @@ export class Session {
   }
 
   get config(): GitConfig {
-    this.configCache ??= this.repo?.config ?? readPlainConfig(undefined, this.o.env) ?? GitConfig.load(undefined, this.o.env);
+    // Outside a repository git reads the system, global and command-line scopes from its cwd.
+    this.configCache ??= this.repo?.config ?? loadConfig({ cwd: realPath(this.o.cwd) ?? this.o.cwd, env: this.o.env });
     return this.configCache;
   }
 

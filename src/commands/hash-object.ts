@@ -2,7 +2,6 @@ import { GitError } from '../errors.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 import type { Decision } from './hash-object-attrs.js';
-import { readPlainConfig } from './hash-object-config.js';
 import type { PreHashed } from './pre-hash.js';
 import { Session } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
@@ -42,8 +41,8 @@ export interface HashObjectOptions {
   /** `--git-dir` of the top-level command. */
   gitDir: string | undefined;
   env: NodeJS.ProcessEnv;
-  /** geteuid(), for discovery's ownership check. */
-  euid?: number | undefined;
+  /** geteuid(), for discovery's ownership check (required: every entry point makes it). */
+  euid: number;
   /** Where `--stdin` and `--stdin-paths` read (default 0). */
   stdinFd?: number;
   /** Deflate threads with `-w` (default: available cores). */
@@ -88,7 +87,7 @@ export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' |
 /** Opens the repository as hash-object does: required with -w, optional without. */
 export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>): Repository | undefined {
   try {
-    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid, readConfig: readPlainConfig });
+    return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid });
   } catch (e) {
     // setup_git_directory_gently: outside a repository, or in another user's, is "no repository".
     if (!o.write && e instanceof GitError && (e.code === 'not-a-repository' || e.code === 'dubious-ownership')) return undefined;

@@ -1,5 +1,5 @@
 import { GitError } from '../errors.js';
-import type { GitConfig } from '../store/config.js';
+import { badNumber, compressionLevel, parseConfigInt, type GitConfig } from '../store/config.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.js';
 
 /**
@@ -34,12 +34,35 @@ export function parseLevelFlag(name: string, v: string): Level {
   return n;
 }
 
+/**
+ * A level from the configuration, every value read in turn as git's callbacks read them: git's own
+ * keys (pack.compression, core.compression) by git's rules and messages (store/config.ts), ours
+ * likewise plus `auto`. The last value counts.
+ */
 function configLevel(config: GitConfig, key: string): Level | undefined {
-  if (config.get(key)?.trim() === 'auto') return 'auto';
-  const n = config.getInt(key);
-  if (n === undefined) return undefined;
-  if (!isLevel(n)) throw new GitError('bad-config', `bad ${key} level ${n}`);
-  return n;
+  const gitKey = GIT_LEVEL_KEYS[key.toLowerCase()];
+  if (gitKey !== undefined) return compressionLevel(config, key, gitKey);
+  let level: Level | undefined;
+  for (const v of config.getRaw(key)) {
+    if (v === 'auto') {
+      level = 'auto';
+      continue;
+    }
+    const n = parseConfigInt(v ?? '');
+    if (typeof n !== 'number') throw badNumber(key, v ?? '', n);
+    if (!isLevel(n)) throw new GitError('bad-config', `bad ${key} level ${n}`);
+    level = n;
+  }
+  return level;
+}
+
+/** The level keys git itself reads, with the word of its message ("bad pack compression level"). */
+const GIT_LEVEL_KEYS: Record<string, 'pack' | 'zlib'> = { 'pack.compression': 'pack', 'core.compression': 'zlib' };
+
+/** pack-objects' level: pack.compression, else core.compression; git checks both whichever applies. */
+function packLevel(config: GitConfig): Level | undefined {
+  const core = configLevel(config, 'core.compression');
+  return configLevel(config, 'pack.compression') ?? core;
 }
 
 /**
@@ -48,8 +71,8 @@ function configLevel(config: GitConfig, key: string): Level | undefined {
  * `core.compression`; with none of them the type's entries are kept as they are (`keep`).
  */
 export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
-  const packDefault = configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression');
-  if (packDefault === 'auto' || flags.compression === 'auto') {
+  const packDefault = packLevel(config);
+  if (flags.compression === 'auto') {
     throw new GitError('usage', 'auto is a level for one type or for --graph-compression, not for every type');
   }
   const graphKey = configLevel(config, 'pack.graphCompression');
@@ -85,6 +108,6 @@ export function flevelOf(level: number): number {
  * `pack.compression`, `core.compression`, or -1.
  */
 export function fallbackLevel(flags: LevelFlags, config: GitConfig): number {
-  const v = flags.compression ?? configLevel(config, 'pack.compression') ?? configLevel(config, 'core.compression') ?? -1;
+  const v = flags.compression ?? packLevel(config) ?? -1;
   return typeof v === 'number' ? v : -1;
 }

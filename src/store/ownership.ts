@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { lstatSync } from 'node:fs';
 import { GitError } from '../errors.js';
-import { GitConfig, parseConfigBool } from './config.js';
+import { envBool, type GitConfig } from './config.js';
 
 /**
  * git 2.39's safe.directory protection (CVE-2022-24765): a repository found by walking up from
@@ -11,9 +11,11 @@ import { GitConfig, parseConfigBool } from './config.js';
  * `is_path_owned_by_current_uid` in git-compat-util.h, as of v2.39.5.
  */
 export interface OwnershipContext {
-  /** The effective uid (`geteuid()`), given by cli/. */
+  /** The effective uid (`geteuid()`), given by cli/ and api/. */
   euid: number;
   env: NodeJS.ProcessEnv;
+  /** git_protected_config (system, global, command line), read once and only when needed. */
+  protectedConfig: () => GitConfig;
 }
 
 /** What discovery found: `gitfile` is the `.git` file, if the git dir was reached through one. */
@@ -53,7 +55,7 @@ export function isPathOwnedByCurrentUser(path: string, ctx: OwnershipContext): b
 
 /** git's `ensure_valid_ownership`. */
 export function ensureValidOwnership(paths: OwnedPaths, ctx: OwnershipContext): boolean {
-  const assumeOther = parseConfigBool(ctx.env.GIT_TEST_ASSUME_DIFFERENT_OWNER ?? '') === true;
+  const assumeOther = envBool(ctx.env, 'GIT_TEST_ASSUME_DIFFERENT_OWNER', false);
   if (
     !assumeOther &&
     (paths.gitfile === undefined || isPathOwnedByCurrentUser(paths.gitfile, ctx)) &&
@@ -62,18 +64,7 @@ export function ensureValidOwnership(paths: OwnedPaths, ctx: OwnershipContext): 
   ) {
     return true;
   }
-  return safeDirectoryAllows(paths.worktree ?? paths.gitdir, protectedConfig(ctx.env), ctx.env);
-}
-
-/**
- * git's `git_protected_config`: system, global and command-line (`git -c`, GIT_CONFIG_PARAMETERS,
- * GIT_CONFIG_COUNT) configuration, never the repository's own. `git config --list` run outside any
- * repository reads exactly those, with git's own include and precedence rules.
- */
-export function protectedConfig(env: NodeJS.ProcessEnv): GitConfig {
-  const outside: NodeJS.ProcessEnv = { ...env };
-  for (const k of ['GIT_DIR', 'GIT_CONFIG', 'GIT_WORK_TREE', 'GIT_COMMON_DIR']) delete outside[k];
-  return GitConfig.load(undefined, outside);
+  return safeDirectoryAllows(paths.worktree ?? paths.gitdir, ctx.protectedConfig(), ctx.env);
 }
 
 /** git's `safe_directory_cb` over every `safe.directory` value in order: '' resets, '*' allows all. */
@@ -122,9 +113,9 @@ export function dubiousOwnership(dir: string): GitError {
  * from protected config only, the last value wins; `all` (the default) or `explicit`, exactly.
  * Throws git's error otherwise.
  */
-export function ensureImplicitBareAllowed(dir: string, env: NodeJS.ProcessEnv, protectedCfg: GitConfig = protectedConfig(env)): void {
+export function ensureImplicitBareAllowed(dir: string, protectedConfig: () => GitConfig): void {
   let allowed = true;
-  for (const v of protectedCfg.getAll('safe.bareRepository')) {
+  for (const v of protectedConfig().getAll('safe.bareRepository')) {
     if (v === 'explicit') allowed = false;
     else if (v === 'all') allowed = true;
     else throw new GitError('bad-config', `unable to parse 'safe.barerepository' from config`);

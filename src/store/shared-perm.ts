@@ -1,6 +1,6 @@
 import { chmodSync, mkdirSync, statSync } from 'node:fs';
 import { HashObjectError } from '../hash/hash-object.js';
-import type { GitConfig } from './config.js';
+import { configBool, type GitConfig } from './config.js';
 
 /**
  * `core.sharedRepository`, as git's `git_config_perm`, `calc_shared_perm` and `adjust_shared_perm`
@@ -18,14 +18,10 @@ export function parseSharedRepository(value: string | undefined | null): number 
   if (value === 'umask') return PERM_UMASK;
   if (value === 'group') return PERM_GROUP;
   if (value === 'all' || value === 'world' || value === 'everybody') return PERM_EVERYBODY;
-  if (!/^[0-7]+$/.test(value)) {
-    const v = value.toLowerCase();
-    if (v === 'true' || v === 'yes' || v === 'on') return PERM_GROUP;
-    if (v === 'false' || v === 'no' || v === 'off' || v === '') return PERM_UMASK;
-    if (/^[-+]?\d+$/.test(v)) return Number(v) !== 0 ? PERM_GROUP : PERM_UMASK;
-    throw new HashObjectError('bad-config', `bad boolean config value '${value}' for 'core.sharedrepository'`);
-  }
-  const i = parseInt(value, 8);
+  // strtol(value, &end, 8): blanks, a sign, octal digits; anything left over makes it a boolean.
+  const m = /^[ \t\n\v\f\r]*([+-]?)([0-7]*)$/.exec(value);
+  if (!m || (m[2] === '' && value !== '')) return configBool('core.sharedrepository', value) ? PERM_GROUP : PERM_UMASK;
+  const i = (m[1] === '-' ? -1 : 1) * parseInt(m[2] || '0', 8);
   if (i === 0) return PERM_UMASK;
   if (i === 1) return PERM_GROUP;
   if (i === 2) return PERM_EVERYBODY;
@@ -40,16 +36,8 @@ export function parseSharedRepository(value: string | undefined | null): number 
 
 /** The repository's `core.sharedRepository` (a bare key reads as true, like git's). */
 export function sharedRepositoryOf(config: GitConfig): number {
-  if (!config.has('core.sharedrepository')) return PERM_UMASK;
-  const v = config.get('core.sharedrepository') ?? '';
-  // GitConfig.get reads a bare key as ''; getBool tells it from an empty value.
-  let bare = false;
-  try {
-    bare = v === '' && config.getBool('core.sharedrepository') === true;
-  } catch {
-    bare = false;
-  }
-  return parseSharedRepository(bare ? null : v);
+  const all = config.getRaw('core.sharedrepository');
+  return all.length === 0 ? PERM_UMASK : parseSharedRepository(all[all.length - 1]!);
 }
 
 /** git's `calc_shared_perm`. */
