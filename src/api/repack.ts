@@ -25,13 +25,18 @@ export interface RepackOptions {
   fsck?: 'changed' | 'full' | 'connectivity' | false | undefined;
   /** `--keep-pack`: packs to leave alone, like a `.keep` file (names with or without `.pack`). */
   keepPacks?: readonly string[] | undefined;
+  /**
+   * git repack's `--write-bitmap-index` (true) or `--no-write-bitmap-index` (false); left out, a
+   * reachability bitmap a source pack had is carried over to the new pack.
+   */
+  writeBitmapIndex?: boolean | undefined;
   onProgress?: ProgressCallback | undefined;
   /** What the CLI prints as `warning: …` (the run goes on). */
   onWarning?: ((message: string) => void) | undefined;
   signal?: AbortSignal | undefined;
 }
 
-const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'onProgress', 'onWarning', 'signal'] as const;
+const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'writeBitmapIndex', 'onProgress', 'onWarning', 'signal'] as const;
 
 function level(name: string, v: unknown): Level | undefined {
   if (v === undefined) return undefined;
@@ -59,12 +64,14 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
   };
   const keepPacks = o.keepPacks ?? [];
   if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string')) throw new GitRepackError('usage', '--keep-pack expects pack names');
+  if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean') throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');
   return repackCommand(repo, {
     levels: resolveLevels(flags, repo.config),
     autoFallback: fallbackLevel(flags, repo.config),
     dryRun: o.dryRun === true,
     fsck: fsckMode(o.fsck),
     keepPacks: [...keepPacks],
+    writeBitmap: o.writeBitmapIndex,
     onProgress: o.onProgress,
     onWarning: o.onWarning,
     signal: o.signal,

@@ -21,6 +21,7 @@ import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
+import { bitmapSource, newPackBitmap, type BitmapContext } from './repack-bitmap.js';
 
 export interface RepackOptions {
   levels: Levels;
@@ -38,6 +39,12 @@ export interface RepackOptions {
   onWarning?: ((message: string) => void) | undefined;
   /** The largest pack entry held whole (MAX_HELD_ENTRY, 2 GiB - 1; lowered by tests only). */
   maxHeldEntry?: number | undefined;
+  /**
+   * The reachability bitmap (git repack's `-b`): undefined keeps one where a source pack had one
+   * (carried over to the new pack); true gives the normal partition one (carried over, or else
+   * git's multi-pack-index bitmap); false writes none (`--no-write-bitmap-index`).
+   */
+  writeBitmap?: boolean | undefined;
 }
 
 export interface PartitionResult {
@@ -51,6 +58,11 @@ export interface PartitionResult {
    */
   newPack?: string | undefined;
   unchanged: boolean;
+  /**
+   * The new pack's reachability bitmap: `carried` over from a source pack's, or git's `midx`
+   * bitmap written instead; absent when none was written.
+   */
+  bitmap?: 'carried' | 'midx' | undefined;
 }
 
 export interface RepackResult {
@@ -91,6 +103,8 @@ interface Sources {
   looseIds: Buffer[];
   /** Write a `.rev` (pack.writeReverseIndex, or an old pack had one). */
   writeRev: boolean;
+  /** A retained pack with a `.bitmap` (base), if any. */
+  retainedBitmap: string | undefined;
 }
 
 /** One run of `git repack-ts`: its lock, its temporary files, and what it has done so far. */
@@ -144,6 +158,7 @@ class RepackRun {
     this.where.step = 'checking the new pack';
     await this.proveAndCheck(src, written);
     const toInstall = written.filter((x) => !existsSync(join(this.packDir, x.final + '.idx')));
+    const midxBitmap = this.carryBitmaps(src, written, toInstall);
     const removing = new Set<string>();
     for (const x of written) for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
     fault('phase:proved');
@@ -153,7 +168,7 @@ class RepackRun {
       await checkWithGitFsck(repo, { mode: opts.fsck, toInstall, removing, opened: src.opened, looseIds: src.looseIds, scratchDirs: this.scratchDirs, warn: this.warn });
       this.onProgress('checking with git fsck', 1, 1);
     }
-    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where });
+    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
     Object.assign(this.result, done);
     return this.result;
   }
@@ -194,12 +209,20 @@ class RepackRun {
       this.odb.addPack(pack);
     }
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
+    // The pack whose bitmap is carried over goes first: its objects keep their places in the new
+    // pack (as a multi-pack-index's preferred pack), so its commit bitmaps are copied as they are.
+    if (opts.writeBitmap !== false) {
+      for (const part of Object.values(parts)) {
+        const b = bitmapSource(part, opened);
+        if (b !== undefined) part.unshift(...part.splice(part.indexOf(b), 1));
+      }
+    }
     const retainedPacks = retained.map((p) => opened.get(p.base)!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     const looseIds = listLoose(repo.objectsDir, repo.algo);
     fault('phase:listed');
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
-    return { parts, retainedPacks, opened, excluded, looseIds, writeRev };
+    return { parts, retainedPacks, opened, excluded, looseIds, writeRev, retainedBitmap: retained.find((p) => p.bitmap)?.base };
   }
 
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
@@ -283,6 +306,26 @@ class RepackRun {
       this.where.step = 'checking the rewritten entries with git index-pack';
       await Promise.all(checks);
     }
+  }
+
+  /**
+   * The reachability bitmap of each new pack (repack-bitmap.ts), in a temporary file installed
+   * with it; returns whether git must write a multi-pack-index bitmap instead for one of them.
+   */
+  private carryBitmaps(src: Sources, written: WrittenPartition[], toInstall: WrittenPartition[]): boolean {
+    const c: BitmapContext = { algo: this.repo.algo, packDir: this.packDir, opened: src.opened, writeBitmap: this.opts.writeBitmap, retainedBitmap: src.retainedBitmap, tmpFiles: this.tmpFiles };
+    let midx = false;
+    for (const [i, x] of written.entries()) {
+      this.where.step = `writing the bitmap of the new pack ${x.w.packPath}`;
+      this.onProgress('writing bitmaps', i, written.length);
+      const r = newPackBitmap(x, toInstall.includes(x), c);
+      if (r.warning !== undefined) this.warn(r.warning);
+      const pr = this.result.partitions.find((p) => p.kind === x.kind)!;
+      if (r.kind === 'carried') (x.bitmapTmp = r.tmp), (pr.bitmap = 'carried');
+      else if (r.kind === 'midx') (pr.bitmap = 'midx'), (midx = true);
+    }
+    this.onProgress('writing bitmaps', written.length, written.length);
+    return midx;
   }
 
   /** The promisor marker carries over the lines of the old ones; returns its temporary file. */
