@@ -134,6 +134,7 @@ describe('the reachability bitmap of a rewritten pack', () => {
     const repo = bitmapRepo(path.join(scratch(), 'r'));
     const b = before(repo);
     expect(b.bitmapped.length).toBeGreaterThan(100);
+    expect(b.bitmapped).toContain(gitOk(['rev-parse', 'HEAD'], { cwd: repo }).trim()); // so --test-bitmap HEAD is checked
     const old = fs.readFileSync(bitmapFiles(repo)[0]!);
     const out = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
     expect(out.partitions[0].bitmap).toBe('carried');

@@ -50,7 +50,7 @@ const TWO31 = 2 ** 31;
  * The runs and literal words of a serialized EWAH (`ewah_each_bit`'s walk): `onRun(pos, words)`
  * for each run of 1-words, `onLiteral(pos, lo, hi)` for each literal word, positions in bits.
  */
-export function walkEwah(ewah: Buffer, onRun: (pos: number, words: number) => void, onLiteral: (pos: number, lo: number, hi: number) => void): void {
+function walkEwah(ewah: Buffer, onRun: (pos: number, words: number) => void, onLiteral: (pos: number, lo: number, hi: number) => void): void {
   const words = ewah.readUInt32BE(4);
   let pos = 0;
   for (let ptr = 0; ptr < words; ) {
