@@ -184,6 +184,7 @@ export interface BitmapContext {
   retainedBitmap: string | undefined;
   /** Temporary files of the run (removed by its cleanup). */
   tmpFiles: string[];
+  onProgress: (phase: string, done: number, total: number) => void;
 }
 
 /** The partition's source pack whose bitmap is carried over: the largest with one (git's choice for a midx). */
@@ -211,12 +212,14 @@ export function newPackBitmap(x: WrittenPartition, installing: boolean, c: Bitma
     return { kind: 'midx', warning: from && `${from.base}.bitmap is not carried over: ${there}.pack was already in place without one; git writes a multi-pack-index bitmap instead` };
   }
   if (from === undefined) return { kind: 'midx' }; // -b, and no bitmap to carry over
+  c.onProgress('carrying the bitmap over', 0, 1);
   const dst = Pack.open(x.w.packPath, c.algo, x.w.idxPath, x.w.revPath);
   try {
     const carried = carryBitmap(c.opened.get(from.base)!, from.base + '.bitmap', dst);
     const tmp = tmpPath(c.packDir, 'bitmap');
     c.tmpFiles.push(tmp);
     writeFileDurable(tmp, carried.bytes); // 0444, as git's odb_mkstemp makes it
+    c.onProgress('carrying the bitmap over', 1, 1);
     return { kind: 'carried', tmp, carried };
   } catch (e) {
     if (!(e instanceof GitError)) throw e;

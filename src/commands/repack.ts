@@ -313,18 +313,16 @@ class RepackRun {
    * with it; returns whether git must write a multi-pack-index bitmap instead for one of them.
    */
   private carryBitmaps(src: Sources, written: WrittenPartition[], toInstall: WrittenPartition[]): boolean {
-    const c: BitmapContext = { algo: this.repo.algo, packDir: this.packDir, opened: src.opened, writeBitmap: this.opts.writeBitmap, retainedBitmap: src.retainedBitmap, tmpFiles: this.tmpFiles };
+    const c: BitmapContext = { algo: this.repo.algo, packDir: this.packDir, opened: src.opened, writeBitmap: this.opts.writeBitmap, retainedBitmap: src.retainedBitmap, tmpFiles: this.tmpFiles, onProgress: this.onProgress };
     let midx = false;
-    for (const [i, x] of written.entries()) {
+    for (const x of written) {
       this.where.step = `writing the bitmap of the new pack ${x.w.packPath}`;
-      this.onProgress('writing bitmaps', i, written.length);
       const r = newPackBitmap(x, toInstall.includes(x), c);
       if (r.warning !== undefined) this.warn(r.warning);
       const pr = this.result.partitions.find((p) => p.kind === x.kind)!;
       if (r.kind === 'carried') (x.bitmapTmp = r.tmp), (pr.bitmap = 'carried');
       else if (r.kind === 'midx') (pr.bitmap = 'midx'), (midx = true);
     }
-    this.onProgress('writing bitmaps', written.length, written.length);
     return midx;
   }
 
