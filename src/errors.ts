@@ -11,6 +11,7 @@ export type ErrorCode =
   | 'bad-pack'
   | 'bad-idx'
   | 'bad-rev'
+  | 'bad-bitmap'
   | 'bad-object'
   | 'bad-delta'
   | 'missing-object'

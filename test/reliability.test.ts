@@ -14,7 +14,7 @@ import { armFaults, fault } from '../src/store/files.js';
 import { dropScratch, integrityProblems, killAfter, scratchCopy, leftovers, LONG, packShape, record, scaled, toolFault, tracePoints, type FaultRun, type Point } from './helpers/faults.js';
 
 const ARGS = ['-q', '--graph-compression=0'];
-const FIXTURES: FixtureName[] = ['basic', 'multi-pack', 'sha256', 'promisor', 'keep', 'midx-bitmap'];
+const FIXTURES: FixtureName[] = ['basic', 'multi-pack', 'sha256', 'promisor', 'keep', 'midx-bitmap', 'bare'];
 
 interface Reference {
   before: string[];

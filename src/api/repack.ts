@@ -29,13 +29,18 @@ export interface RepackOptions {
   all?: boolean | undefined;
   /** `--auto`: run only when enough objects are not yet at the levels (`repackTs.auto`, default 1000). */
   auto?: boolean | undefined;
+  /**
+   * git repack's `--write-bitmap-index` (true) or `--no-write-bitmap-index` (false); left out, a
+   * reachability bitmap a source pack had is carried over to the new pack.
+   */
+  writeBitmapIndex?: boolean | undefined;
   onProgress?: ProgressCallback | undefined;
   /** What the CLI prints as `warning: …` (the run goes on). */
   onWarning?: ((message: string) => void) | undefined;
   signal?: AbortSignal | undefined;
 }
 
-const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'all', 'auto', 'onProgress', 'onWarning', 'signal'] as const;
+const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'all', 'auto', 'writeBitmapIndex', 'onProgress', 'onWarning', 'signal'] as const;
 
 function level(name: string, v: unknown): Level | undefined {
   if (v === undefined) return undefined;
@@ -63,6 +68,7 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
   };
   const keepPacks = o.keepPacks ?? [];
   if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string')) throw new GitRepackError('usage', '--keep-pack expects pack names');
+  if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean') throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');
   return repackCommand(repo, {
     levels: resolveLevels(flags, repo.config),
     autoFallback: fallbackLevel(flags, repo.config),
@@ -71,6 +77,7 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
     keepPacks: [...keepPacks],
     all: o.all === true,
     auto: o.auto === true,
+    writeBitmap: o.writeBitmapIndex,
     onProgress: o.onProgress,
     onWarning: o.onWarning,
     signal: o.signal,

@@ -24,14 +24,16 @@ export interface WrittenPartition {
   kind: 'normal' | 'promisor';
   w: WrittenPack;
   stats: RewriteStats;
-  /** The old packs it replaces. */
-  sources: { name: string; base: string }[];
+  /** The old packs it replaces (and whether each has a `.bitmap`). */
+  sources: { name: string; base: string; bitmap?: boolean }[];
   /** The loose objects it packs. */
   loose: Buffer[];
   /** `pack-<checksum>`: its name once installed. */
   final: string;
   /** Its `.promisor` marker, written beside it (promisor partitions). */
   promisorTmp?: string;
+  /** Its `.bitmap`, carried over from a source pack's (repack-bitmap.ts). */
+  bitmapTmp?: string;
   /** git reading back what was written anew (`--fsck=changed`), when anything was. */
   check?: ChangedCheck | undefined;
 }

@@ -39,6 +39,8 @@ export interface Installation {
   opened: Map<string, Pack>;
   warn: (message: string) => void;
   where: Where;
+  /** A bitmap could not be carried over: git writes a multi-pack-index bitmap once the old packs are gone. */
+  midxBitmap: boolean;
 }
 
 /** Runs cleanup that must not hide the error being reported. */
@@ -50,7 +52,11 @@ export function bestEffort(f: () => unknown): void {
   }
 }
 
-export function rewriteMidx(repo: Repository, bitmap: boolean, warn: (m: string) => void): boolean {
+/**
+ * `git multi-pack-index write`, with `--bitmap` when asked; a midx without its bitmap when that
+ * fails, unless `plain` is false (a midx written only for its bitmap is not wanted without one).
+ */
+export function rewriteMidx(repo: Repository, bitmap: boolean, warn: (m: string) => void, plain = true): boolean {
   // The object directory we rewrote, which GIT_OBJECT_DIRECTORY may have put elsewhere.
   const args = ['multi-pack-index', '--object-dir', repo.objectsDir, 'write'];
   if (bitmap) args.push('--bitmap');
@@ -58,6 +64,10 @@ export function rewriteMidx(repo: Repository, bitmap: boolean, warn: (m: string)
   const env: NodeJS.ProcessEnv = { ...repo.env, GIT_DIR: repo.gitDir, GIT_OBJECT_DIRECTORY: repo.objectsDir };
   let r = spawnSync('git', args, { cwd: repo.gitDir, env, encoding: 'utf8' });
   if (r.status !== 0 && bitmap) {
+    if (!plain) {
+      warn(`could not write a multi-pack-index bitmap: ${(r.stderr || '').trim()}; the repository has no bitmap`);
+      return false;
+    }
     warn(`could not write a multi-pack-index bitmap (${(r.stderr || '').trim()}); writing the multi-pack-index without one`);
     r = spawnSync('git', args.slice(0, -1), { cwd: repo.gitDir, env, encoding: 'utf8' });
   }
@@ -79,14 +89,17 @@ export function installAndRemove(repo: Repository, i: Installation): { removedPa
     ...i.written.map((x) => journalPack(x.final, x.w.idxPath, algo)),
     ...i.retainedPacks.map((p) => journalPack(basename(p.packPath, '.pack'), p.idxPath, algo)),
   ];
-  const journal = newJournal(i.lock, holders, i.toInstall.map((x) => x.final), [...i.removing].map((b) => basename(b)), { rewrite: mf.midx !== undefined && i.removing.size > 0, bitmap: mf.bitmap });
+  // A bitmap that could not be carried over comes back as git's multi-pack-index bitmap (the
+  // journal asks the next run to write it if this one is killed before).
+  const midxPlan = { rewrite: (mf.midx !== undefined && i.removing.size > 0) || i.midxBitmap, bitmap: mf.bitmap || i.midxBitmap };
+  const journal = newJournal(i.lock, holders, i.toInstall.map((x) => x.final), [...i.removing].map((b) => basename(b)), midxPlan);
   i.where.step = 'installing the new pack';
   if (i.toInstall.length > 0 || i.removing.size > 0 || i.written.some((x) => x.loose.length > 0)) writeJournal(objectsDir, journal, i.shared);
   fault('phase:install');
-  // Install: .pack, .rev, .promisor, then .idx last.
+  // Install: .pack, .rev, .bitmap, .promisor, then .idx last.
   try {
     for (const x of i.toInstall) {
-      installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp }, i.shared);
+      installPack(packDir, toHex(x.w.checksum), { pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, bitmap: x.bitmapTmp, promisor: x.promisorTmp }, i.shared);
     }
   } catch (e) {
     bestEffort(() => rollbackInstall(packDir, journal.installed));
@@ -110,8 +123,8 @@ export function installAndRemove(repo: Repository, i: Installation): { removedPa
   fault('phase:remove');
   newPacksThere('old packs');
   // A multi-pack-index naming a pack we remove must go first (git's `remove_redundant_pack`).
-  if (journal.midx.rewrite) {
-    unlinkIfExists(mf.midx!);
+  if (journal.midx.rewrite && mf.midx !== undefined) {
+    unlinkIfExists(mf.midx);
     for (const e of mf.extras) unlinkIfExists(e);
     fsyncDir(packDir);
   }
@@ -128,7 +141,7 @@ export function installAndRemove(repo: Repository, i: Installation): { removedPa
   const looseFiles = i.written.flatMap((x) => x.loose.map((id) => loosePath(objectsDir, id)));
   const removedLoose = removeLoose(objectsDir, looseFiles, () => newPacksThere('loose objects'));
   fault('phase:midx');
-  const midx = journal.midx.rewrite ? (rewriteMidx(repo, journal.midx.bitmap, i.warn) ? 'rewritten' : 'removed') : 'none';
+  const midx = journal.midx.rewrite ? (rewriteMidx(repo, journal.midx.bitmap, i.warn, mf.midx !== undefined) ? 'rewritten' : 'removed') : 'none';
   fault('phase:done');
   removeJournal(objectsDir);
   return { removedPacks, removedLoose, midx };

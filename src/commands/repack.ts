@@ -25,6 +25,7 @@ import { autoCheck, type AutoCheck } from './repack-auto.js';
 import { entriesOf, identify, readProven, writeProven, type ProvenEntry } from '../store/proven.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
+import { bitmapSource, newPackBitmap, type BitmapContext } from './repack-bitmap.js';
 
 export interface RepackOptions {
   levels: Levels;
@@ -50,6 +51,12 @@ export interface RepackOptions {
   all?: boolean | undefined;
   /** `--auto`: first a cheap check (repack-auto.ts); the run goes ahead only when it says so. */
   auto?: boolean | undefined;
+  /**
+   * The reachability bitmap (git repack's `-b`): undefined keeps one where a source pack had one
+   * (carried over to the new pack); true gives the normal partition one (carried over, or else
+   * git's multi-pack-index bitmap); false writes none (`--no-write-bitmap-index`).
+   */
+  writeBitmap?: boolean | undefined;
 }
 
 export interface PartitionResult {
@@ -63,6 +70,11 @@ export interface PartitionResult {
    */
   newPack?: string | undefined;
   unchanged: boolean;
+  /**
+   * The new pack's reachability bitmap: `carried` over from a source pack's, or git's `midx`
+   * bitmap written instead; absent when none was written.
+   */
+  bitmap?: 'carried' | 'midx' | undefined;
 }
 
 export interface RepackResult {
@@ -125,6 +137,8 @@ interface Sources {
   looseIds: Buffer[];
   /** Write a `.rev` (pack.writeReverseIndex, or an old pack had one). */
   writeRev: boolean;
+  /** A retained pack with a `.bitmap` (base), if any. */
+  retainedBitmap: string | undefined;
 }
 
 /** One run of `git repack-ts`: its lock, its temporary files, and what it has done so far. */
@@ -171,6 +185,7 @@ class RepackRun {
     this.where.step = 'checking the new pack';
     await this.proveAndCheck(src, written);
     const toInstall = written.filter((x) => !existsSync(join(this.packDir, x.final + '.idx')));
+    const midxBitmap = this.carryBitmaps(src, written, toInstall);
     const removing = new Set<string>();
     for (const x of written) for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
     fault('phase:proved');
@@ -180,7 +195,7 @@ class RepackRun {
       await checkWithGitFsck(repo, { mode: opts.fsck, toInstall, removing, opened: src.opened, looseIds: src.looseIds, scratchDirs: this.scratchDirs, warn: this.warn });
       this.onProgress('checking with git fsck', 1, 1);
     }
-    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where });
+    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
     Object.assign(this.result, done);
     this.recordProven(sel);
     return this.result;
@@ -254,10 +269,18 @@ class RepackRun {
       this.odb.addPack(pack);
     }
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
+    // The pack whose bitmap is carried over goes first: its objects keep their places in the new
+    // pack (as a multi-pack-index's preferred pack), so its commit bitmaps are copied as they are.
+    if (this.opts.writeBitmap !== false) {
+      for (const part of Object.values(sel.parts)) {
+        const b = bitmapSource(part, opened);
+        if (b !== undefined) part.unshift(...part.splice(part.indexOf(b), 1));
+      }
+    }
     const retainedPacks = sel.retained.map((p) => opened.get(p.base)!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     fault('phase:listed');
-    return { parts: sel.parts, retainedPacks, opened, excluded, looseIds: sel.looseIds, writeRev: sel.writeRev };
+    return { parts: sel.parts, retainedPacks, opened, excluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
   }
 
   /**
@@ -360,6 +383,24 @@ class RepackRun {
       this.where.step = 'checking the rewritten entries with git index-pack';
       await Promise.all(checks);
     }
+  }
+
+  /**
+   * The reachability bitmap of each new pack (repack-bitmap.ts), in a temporary file installed
+   * with it; returns whether git must write a multi-pack-index bitmap instead for one of them.
+   */
+  private carryBitmaps(src: Sources, written: WrittenPartition[], toInstall: WrittenPartition[]): boolean {
+    const c: BitmapContext = { algo: this.repo.algo, packDir: this.packDir, opened: src.opened, writeBitmap: this.opts.writeBitmap, retainedBitmap: src.retainedBitmap, tmpFiles: this.tmpFiles, onProgress: this.onProgress };
+    let midx = false;
+    for (const x of written) {
+      this.where.step = `writing the bitmap of the new pack ${x.w.packPath}`;
+      const r = newPackBitmap(x, toInstall.includes(x), c);
+      if (r.warning !== undefined) this.warn(r.warning);
+      const pr = this.result.partitions.find((p) => p.kind === x.kind)!;
+      if (r.kind === 'carried') (x.bitmapTmp = r.tmp), (pr.bitmap = 'carried');
+      else if (r.kind === 'midx') (pr.bitmap = 'midx'), (midx = true);
+    }
+    return midx;
   }
 
   /** The promisor marker carries over the lines of the old ones; returns its temporary file. */

@@ -104,7 +104,7 @@ export function rollbackInstall(packDir: string, names: string[]): string[] {
   for (const name of names) {
     const b = join(packDir, name);
     if (exists(b + '.idx')) continue;
-    for (const ext of ['.pack', '.rev', '.promisor']) if (unlinkIfExists(b + ext)) taken.push(b + ext);
+    for (const ext of ['.pack', '.rev', '.bitmap', '.promisor']) if (unlinkIfExists(b + ext)) taken.push(b + ext);
   }
   if (taken.length > 0) fsyncDir(packDir);
   return taken;

@@ -66,15 +66,22 @@ export function ensurePackDir(objectsDir: string, shared: number): string {
 }
 
 /**
- * Makes a written pack visible the way git's `finish_tmp_packfile` does: `.pack`, then `.rev`,
- * then `.promisor`, and the `.idx` last, since the idx is what makes a pack exist for git.
+ * Makes a written pack visible the way git's `finish_tmp_packfile` and repack's `exts` order do:
+ * `.pack`, `.rev`, `.bitmap`, `.promisor`, and the `.idx` last, since the idx is what makes a
+ * pack exist for git.
  */
-export function installPack(packDir: string, hex: string, tmp: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined }, shared = 0): string {
+export function installPack(
+  packDir: string,
+  hex: string,
+  tmp: { pack: string; idx: string; rev?: string | undefined; bitmap?: string | undefined; promisor?: string | undefined },
+  shared = 0,
+): string {
   const base = join(packDir, `pack-${hex}`);
   // core.sharedRepository, on the temporary files as `finish_tmp_packfile` does.
-  for (const f of [tmp.pack, tmp.rev, tmp.promisor, tmp.idx]) if (f !== undefined) adjustSharedPerm(f, shared);
+  for (const f of [tmp.pack, tmp.rev, tmp.bitmap, tmp.promisor, tmp.idx]) if (f !== undefined) adjustSharedPerm(f, shared);
   renameInto(tmp.pack, base + '.pack');
   if (tmp.rev !== undefined) renameInto(tmp.rev, base + '.rev');
+  if (tmp.bitmap !== undefined) renameInto(tmp.bitmap, base + '.bitmap');
   if (tmp.promisor !== undefined) renameInto(tmp.promisor, base + '.promisor');
   fsyncDir(packDir);
   renameInto(tmp.idx, base + '.idx');
