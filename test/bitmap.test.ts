@@ -142,10 +142,14 @@ describe('the reachability bitmap of a rewritten pack', () => {
     expect(files.map((f) => path.basename(f, '.bitmap'))).toEqual([out.partitions[0].newPack]);
     sameButChecksums(old, fs.readFileSync(files[0]!), 20);
     checkAfter(repo, b);
-    // Our own output, the same settings: nothing to do, the bitmap stays as it is.
+    // Our own output, the same settings: nothing to do, the pack (proven) and its bitmap stay as
+    // they are; read again with -a, found unchanged, and still the same bitmap.
     const ours = fs.readFileSync(files[0]!);
     const again = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
-    expect(again.partitions[0].unchanged).toBe(true);
+    expect(again.partitions).toEqual([]);
+    expect(again.provenPacks).toEqual([out.partitions[0].newPack]);
+    const all = JSON.parse(toolOk(['--json', '-a', '--graph-compression=0'], { cwd: repo }));
+    expect(all.partitions[0].unchanged).toBe(true);
     expect(fs.readFileSync(files[0]!).equals(ours)).toBe(true);
     // Our own output at other levels: carried over again, from our bitmap.
     const third = JSON.parse(toolOk(['--json', '--graph-compression=9'], { cwd: repo }));

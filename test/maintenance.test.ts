@@ -378,3 +378,24 @@ describe("alongside git's own maintenance, the next run costs what git changed",
     });
   }
 });
+
+describe('a reachability bitmap and later runs', () => {
+  it('the proven pack keeps its bitmap while what arrives is rewritten beside it; git checks it', () => {
+    const repo = makeRepo(40);
+    gitOk(['repack', '-a', '-d', '-b', '-q'], { cwd: repo });
+    toolOk(['-q'], { cwd: repo });
+    const bitmaps = () => allPacks(repo).filter((p) => fs.existsSync(p.replace(/\.pack$/, '.bitmap')));
+    expect(bitmaps()).toHaveLength(1);
+    const proven = packStat(repo);
+    addCommits(repo, 20, 40);
+    const before = objectSet(repo);
+    const r = JSON.parse(toolOk(['--json'], { cwd: repo }));
+    expect(r.partitions).toHaveLength(1);
+    expect(r.provenPacks).toEqual([...proven.keys()].map((n) => n.slice(0, -5)));
+    expect(bitmaps().map((p) => path.basename(p))).toEqual([...proven.keys()]);
+    gitOk(['rev-list', '--test-bitmap', 'HEAD~20'], { cwd: repo });
+    expect(gitOk(['rev-list', '--use-bitmap-index', '--count', '--objects', '--all'], { cwd: repo })).toBe(gitOk(['rev-list', '--count', '--objects', '--all'], { cwd: repo }));
+    expectGraphStored(repo);
+    expectIntact(repo, before);
+  });
+});
