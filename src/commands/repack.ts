@@ -10,7 +10,8 @@ import { sharedRepositoryOf } from '../store/shared-perm.js';
 import { guardLock } from '../cleanup.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { cleanLeftovers, ensurePackDir, listPacks, removeView, type PackInfo } from '../store/packdir.js';
+import { pathKey, withExt } from '../store/fs-path.js';
+import { cleanLeftovers, ensurePackDir, isPackName, listPacks, removeView, type PackInfo } from '../store/packdir.js';
 import { fault, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
@@ -84,7 +85,7 @@ interface Sources {
   parts: Record<'normal' | 'promisor', PackInfo[]>;
   /** Packs left as they are (`.keep`, cruft, --keep-pack). */
   retainedPacks: Pack[];
-  /** Every pack of the repository, opened, by base (path without `.pack`). */
+  /** Every pack of the repository, opened, by `pathKey` of its base (path without `.pack`; the base itself for a `pack-<hash>`). */
   opened: Map<string, Pack>;
   /** Is an object in a retained pack (then it is not written again)? */
   excluded: (id: Uint8Array, pos: number) => boolean;
@@ -153,7 +154,9 @@ class RepackRun {
       await checkWithGitFsck(repo, { mode: opts.fsck, toInstall, removing, opened: src.opened, looseIds: src.looseIds, scratchDirs: this.scratchDirs, warn: this.warn });
       this.onProgress('checking with git fsck', 1, 1);
     }
-    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where });
+    // The journal's provers: a pack not named by its checksum cannot be one (see `recoverJournal`).
+    const retainedPacks = src.retainedPacks.filter((p) => isPackName(p.name));
+    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks, opened: src.opened, warn: this.warn, where: this.where });
     Object.assign(this.result, done);
     return this.result;
   }
@@ -178,23 +181,28 @@ class RepackRun {
     const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
     const infos = listPacks(repo.objectsDir);
     const retained: PackInfo[] = [];
+    const odd: PackInfo[] = [];
     const parts: Sources['parts'] = { normal: [], promisor: [] };
     for (const p of infos) {
       if (p.keep || p.cruft || keepNames.has(p.name)) retained.push(p);
+      else if (!p.canonical) odd.push(p);
       else parts[p.promisor ? 'promisor' : 'normal'].push(p);
     }
+    // Our journal records (and its recovery proves) a pack by its name `pack-<checksum>`: any other
+    // stays, and is no kept pack either (a killed `git repack`'s `.tmp-*` pack is the user's to delete).
+    for (const p of odd) this.warn(`${p.base}.pack: not named pack-<checksum>; left as it is; nothing the rewrite removes relies on it`);
     for (const k of keepNames) {
       if (!infos.some((p) => p.name === k)) throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
     }
-    this.result.keptPacks = retained.map((p) => p.name);
+    this.result.keptPacks = [...retained, ...odd].map((p) => p.name);
     const opened = new Map<string, Pack>();
     for (const p of infos) {
-      const pack = Pack.open(p.base + '.pack', repo.algo);
-      opened.set(p.base, pack);
+      const pack = Pack.open(withExt(p.fsBase, '.pack'), repo.algo);
+      opened.set(pathKey(p.fsBase), pack);
       this.odb.addPack(pack);
     }
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
-    const retainedPacks = retained.map((p) => opened.get(p.base)!);
+    const retainedPacks = retained.map((p) => opened.get(pathKey(p.fsBase))!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     const looseIds = listLoose(repo.objectsDir, repo.algo);
     fault('phase:listed');
@@ -219,7 +227,7 @@ class RepackRun {
       let check: ChangedCheck | undefined;
       const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedCheck['dest'] => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
       const { stats, written: w, unchanged } = await rewritePartition(
-        { kind, packs: sources.map((p) => src.opened.get(p.base)!), loose, looseDir: repo.objectsDir },
+        { kind, packs: sources.map((p) => src.opened.get(pathKey(p.fsBase))!), loose, looseDir: repo.objectsDir },
         {
           algo: repo.algo,
           levels: opts.levels,
@@ -267,7 +275,7 @@ class RepackRun {
    */
   private async proveAndCheck(src: Sources, written: WrittenPartition[]): Promise<void> {
     const { repo, opts } = this;
-    const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!));
+    const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!)); // sources are `pack-<hash>`: their base is their key
     const checks: Promise<void>[] = [];
     written.forEach((x, i) => x.check !== undefined && checks.push(x.check.finish(x.w.idxPath, sourcePacks[i]!, this.onProgress)));
     // A failure is reported once the proof is done (or has failed first).
