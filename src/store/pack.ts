@@ -45,6 +45,8 @@ export class Pack {
   readonly revPath: string | undefined;
   /** The files as the file system names them (bytes where a name is not valid UTF-8); `packPath`, `idxPath` and `revPath` show them. */
   readonly files: { pack: FsPath; idx: FsPath; rev: FsPath | undefined };
+  /** Promised objects' pack: a `.promisor` beside it, or a zstd pack of promisor objects (git's `pack_promisor`). */
+  readonly promisor: boolean;
   readonly packPath: string;
   readonly idxPath: string;
   /** Where the entries start and end: [12, trailer) in a git pack. */
@@ -81,6 +83,8 @@ export class Pack {
     const rev = revPath ?? besidePack('.rev');
     this.files = { ...files, rev: rev !== undefined && existsSync(rev) ? rev : undefined };
     this.revPath = this.files.rev === undefined ? undefined : shownPath(this.files.rev);
+    const marker = besidePack('.promisor');
+    this.promisor = layout.zpack !== undefined ? layout.zpack.promisor : marker !== undefined && existsSync(marker);
   }
 
   /** Is this a zstd-framed pack (our format, never in objects/pack)? */
