@@ -118,6 +118,7 @@ function summary(r: RepackResult): string {
     if (r.removedPacks.length || r.removedLoose) lines.push(`removed ${r.removedPacks.length} old pack${r.removedPacks.length === 1 ? '' : 's'} and ${r.removedLoose} loose object${r.removedLoose === 1 ? '' : 's'}`);
     if (r.midx !== 'none') lines.push(`multi-pack-index ${r.midx}`);
     if (r.keptPacks.length) lines.push(`left alone: ${r.keptPacks.join(', ')}`);
+    if (r.looseLeft.length) lines.push(`left loose: ${r.looseLeft.length} object${r.looseLeft.length === 1 ? '' : 's'} of a type no pack can hold`);
     if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
   }
   return lines.join('\n') + '\n';

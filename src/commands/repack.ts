@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
-import { listLoose } from '../store/loose.js';
+import { listLoose, loosePath, unknownLooseType } from '../store/loose.js';
 import { acquireRepackLock, type RepoLock } from '../store/lock.js';
 import { recoverJournal } from '../store/journal.js';
 import { readSmallFile } from '../store/regular.js';
@@ -61,6 +61,8 @@ export interface RepackResult {
   keptPacks: string[];
   removedPacks: string[];
   removedLoose: number;
+  /** Loose object files left as they are: of a type no pack can hold (`git hash-object --literally -t <type>`). */
+  looseLeft: string[];
   midx: 'none' | 'rewritten' | 'removed';
   fsck: FsckMode;
   leftoversCleaned: string[];
@@ -126,6 +128,7 @@ class RepackRun {
       keptPacks: [],
       removedPacks: [],
       removedLoose: 0,
+      looseLeft: [],
       midx: 'none',
       fsck: opts.fsck,
       leftoversCleaned: [],
@@ -204,10 +207,25 @@ class RepackRun {
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
     const retainedPacks = retained.map((p) => opened.get(pathKey(p.fsBase))!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
-    const looseIds = listLoose(repo.objectsDir, repo.algo);
+    const looseIds = this.packableLoose(listLoose(repo.objectsDir, repo.algo));
     fault('phase:listed');
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
     return { parts, retainedPacks, opened, excluded, looseIds, writeRev };
+  }
+
+  /**
+   * The loose objects a pack can hold. One of a type git does not know stays loose, as with `git
+   * repack -a -d` (which packs only what is reachable, and nothing can reach it): never packed, never removed.
+   */
+  private packableLoose(ids: Buffer[]): Buffer[] {
+    return ids.filter((id) => {
+      const file = loosePath(this.repo.objectsDir, id);
+      const type = unknownLooseType(file);
+      if (type === undefined) return true;
+      this.result.looseLeft.push(file);
+      this.warn(`${file}: loose object of unknown type '${type}' left as it is (no pack can hold it)`);
+      return false;
+    });
   }
 
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
