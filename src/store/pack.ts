@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { openRegular, readRegular } from './regular.js';
 import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
@@ -12,7 +12,8 @@ import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '.
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
+import { packOrderFromOffsets } from '../format/rev.js';
+import { revFileOrder } from './rev-order.js';
 
 /** One entry's raw bytes and decoded header; `raw` is valid until the next read of the same pack. */
 export interface RawEntry {
@@ -199,30 +200,11 @@ export class Pack {
     this.fd = -1;
   }
 
-
   /** Idx positions in pack (offset) order, from the `.rev` when it is valid, else by sorting. */
   get order(): Uint32Array {
     if (this.orderCache) return this.orderCache;
-    let order: Uint32Array | undefined;
-    const revPath = this.revPath;
-    if (revPath !== undefined) {
-      try {
-        const buf = readFileSync(this.files.rev!);
-        if (revPackChecksum(buf, this.algo).equals(this.idx.packChecksum)) order = parseRev(buf, this.count, this.algo, revPath);
-      } catch {
-        order = undefined; // a bad .rev is not fatal for reading: git falls back too
-      }
-      if (order) {
-        const offs = this.idx.offsets;
-        for (let i = 1; i < order.length; i++) {
-          if (offs[order[i]!]! <= offs[order[i - 1]!]!) {
-            order = undefined;
-            break;
-          }
-        }
-      }
-    }
-    this.orderCache = order ?? packOrderFromOffsets(this.idx.offsets);
+    const fromRev = this.files.rev === undefined ? undefined : revFileOrder(this.files.rev, this.revPath!, this.idx, this.count, this.algo);
+    this.orderCache = fromRev ?? packOrderFromOffsets(this.idx.offsets);
     return this.orderCache;
   }
 
