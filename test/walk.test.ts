@@ -1,14 +1,17 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { GitRepackError, walk } from '../src/index.js';
 import { fixturePath, type FixtureName } from './fixtures/index.js';
-import { gitOk } from './helpers/git.js';
-import { toolOk } from './helpers/tool.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { git, gitDirOf, gitOk } from './helpers/git.js';
+import { RepoBuilder } from './helpers/repo.js';
+import { tool, toolOk } from './helpers/tool.js';
 
 /** What `git rev-list --objects --all` reaches, by type, and how many of its objects are missing. */
-function gitWalk(repo: string): { commits: number; trees: number; blobs: number; tags: number; missing: number } {
-  const listed = gitOk(['rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).split('\n').filter(Boolean);
+function gitWalk(repo: string, config: string[] = []): { commits: number; trees: number; blobs: number; tags: number; missing: number } {
+  const listed = gitOk([...config, 'rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).split('\n').filter(Boolean);
   const missing = listed.filter((l) => l.startsWith('?')).length;
   const ids = listed.filter((l) => !l.startsWith('?')).map((l) => l.slice(0, l.indexOf(' ') < 0 ? l.length : l.indexOf(' ')));
   const types = gitOk(['cat-file', '--batch-check=%(objecttype)'], { cwd: repo, input: ids.join('\n') + '\n' }).split('\n').filter(Boolean);
@@ -58,5 +61,114 @@ describe('walk: the objects git rev-list --objects --all reaches, by type', () =
     } finally {
       fs.rmSync(repo, { recursive: true, force: true });
     }
+  });
+});
+
+/** A fresh directory, removed when the test ends. */
+function tmpDir(): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-walk-'));
+  onTestFinished(() => fs.rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Removes the loose file of object `id` (the repository's objects are all loose). */
+function removeLoose(repo: string, id: string): void {
+  const f = path.join(gitDirOf(repo), 'objects', id.slice(0, 2), id.slice(2));
+  expect(fs.existsSync(f)).toBe(true);
+  fs.rmSync(f);
+}
+
+/** What git's `rev-list --objects --all` and our walk say: exit code and stderr. */
+function bothWalks(repo: string): { git: { status: number; stderr: string }; ours: { status: number; stderr: string } } {
+  const g = git(['rev-list', '--objects', '--all'], { cwd: repo });
+  const o = tool(['walk', '--json'], { cwd: repo });
+  return { git: { status: g.status, stderr: g.stderr }, ours: { status: o.status, stderr: o.stderr } };
+}
+
+describe('walk: an object nothing promises is missing: git rev-list dies on it, so does the walk', () => {
+  /** Loose objects only: main of three commits, a tag of a blob nothing else names. */
+  function history(dir: string): RepoBuilder {
+    const r = RepoBuilder.init(dir);
+    r.write('a/f', '1\n');
+    r.commit('one');
+    r.write('a/g', '2\n');
+    r.write('b', 'b\n');
+    r.commit('two');
+    r.write('b', 'b2\n');
+    r.commit('three');
+    r.tagAnnotated('v1', r.hashObject('tagged only\n'), 'a tag of a blob');
+    return r;
+  }
+
+  const cases: { what: string; id: (r: RepoBuilder) => string }[] = [
+    { what: 'a blob', id: (r) => r.revParse('HEAD~1:a/g') },
+    { what: 'a tree', id: (r) => r.revParse('HEAD~1:a') },
+    { what: 'a parent commit (git says error: Could not read, then fatal)', id: (r) => r.revParse('HEAD~1') },
+    { what: 'the commit a branch points at', id: (r) => r.revParse('HEAD') },
+    { what: "a tag's object", id: (r) => r.revParse('v1^{}') },
+  ];
+  for (const c of cases) {
+    it(`${c.what}: exit 128 and git's message; the library's walk() rejects with missing-object`, async () => {
+      const dir = tmpDir();
+      const r = history(dir);
+      const id = c.id(r);
+      removeLoose(dir, id);
+      const { git: g, ours } = bothWalks(dir);
+      expect(g.status).toBe(128);
+      expect(g.stderr).toMatch(/^(error: .*\n)?fatal: /);
+      expect(ours).toEqual(g);
+      const e = await walk(dir).catch((x: unknown) => x);
+      expect(e).toBeInstanceOf(GitRepackError);
+      expect({ code: (e as GitRepackError).code, objectId: (e as GitRepackError).objectId, fatal: `fatal: ${(e as GitRepackError).message}\n` }).toEqual({
+        code: 'missing-object',
+        objectId: id,
+        fatal: g.stderr.slice(g.stderr.indexOf('fatal: ')),
+      });
+    });
+  }
+
+  it('a shallow clone: the parents of its shallow commits are not walked (git grafts them away), nothing is missing', () => {
+    const dir = path.join(tmpDir(), 'shallow');
+    gitOk(['clone', '-q', '--depth=2', '--no-local', '--upload-pack', 'git -c pack.threads=1 upload-pack', `file://${fixturePath('basic')}`, dir]);
+    expect(fs.existsSync(path.join(dir, '.git', 'shallow'))).toBe(true);
+    const want = gitWalk(dir);
+    expect(want.missing).toBe(0);
+    expect(ourWalk(dir)).toEqual(want);
+  });
+});
+
+describe('walk: a partial clone, promised objects missing', () => {
+  /** The public snapshots' shape: a partial clone without its config (so without a promisor remote). */
+  function snapshot(): string {
+    const repo = useFixtureCopy('promisor');
+    fs.rmSync(path.join(gitDirOf(repo), 'config'));
+    return repo;
+  }
+  // What git counts once told of the promisor remote the config named (it fetches nothing with --missing).
+  const PROMISOR = ['-c', 'remote.origin.promisor=true', '-c', 'extensions.partialClone=origin'];
+
+  it('promised objects are counted missing, the walk succeeds; one a local tree names is promised too (git is_promisor_object); one nothing promises is fatal as in git', () => {
+    const repo = snapshot();
+    const want = gitWalk(repo, PROMISOR);
+    expect(want.missing).toBeGreaterThan(0);
+    expect(ourWalk(repo)).toEqual(want);
+    // A local commit whose tree names promised blobs (every blob of the clone, under other names):
+    // the promisor packs' trees name them, not the local tree, which the walk reaches first (HEAD).
+    const r = new RepoBuilder(repo, 90_000);
+    const blobs = r.git(['ls-tree', '-r', 'HEAD']).split('\n').filter((l) => l.includes(' blob '));
+    expect(blobs.length).toBeGreaterThan(1);
+    const local = r.git(['mktree', '--missing'], { input: blobs.map((l, i) => l.replace(/\t.*/, `\tlocal-${i}`)).join('\n') + '\n' }).trim();
+    r.advance();
+    r.git(['update-ref', '--no-deref', 'HEAD', r.git(['commit-tree', local, '-m', 'local']).trim()]);
+    const wantLocal = gitWalk(repo, PROMISOR);
+    expect(wantLocal.missing).toBe(want.missing);
+    expect(ourWalk(repo)).toEqual(wantLocal);
+    // A blob no promisor pack names: git (no promisor remote here) dies, so does the walk.
+    const lost = r.git(['hash-object', '--stdin'], { input: 'never written\n' }).trim();
+    const orphan = r.git(['mktree', '--missing'], { input: `100644 blob ${lost}\tlost\n` }).trim();
+    r.git(['update-ref', 'refs/heads/lost', r.git(['commit-tree', orphan, '-m', 'lost']).trim()]);
+    const { git: g, ours } = bothWalks(repo);
+    expect(g).toEqual({ status: 128, stderr: `fatal: missing blob object '${lost}'\n` });
+    expect(ours).toEqual(g);
   });
 });

@@ -4,6 +4,7 @@ import { verifyPack, type VerifyPackResult } from '../commands/verify.js';
 import { GitRepackError } from '../errors.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
 import { discoverRepository } from '../store/repo.js';
+import { shownPath, type FsPath } from '../store/fs-path.js';
 import { apiCall, apiEnv, callerEuid, checkOptions, type ProgressCallback } from './common.js';
 
 export interface VerifyOptions {
@@ -40,8 +41,9 @@ function verboseEntry(line: string): VerboseEntry {
 
 /** One pack to verify: its files, and its name as the caller gave it. */
 export interface VerifyTarget {
-  pack: string;
-  idx: string;
+  /** Bytes where a name is not valid UTF-8 (a pack listed in objects/pack). */
+  pack: FsPath;
+  idx: FsPath;
   shown: string;
 }
 
@@ -74,7 +76,7 @@ export async function verifyTargets(targets: readonly VerifyTarget[], run: Verif
     const entries: VerboseEntry[] = [];
     const verboseLine = run.entries === true ? (l: string) => entries.push(verboseEntry(l)) : run.verboseLine;
     const r = missing
-      ? { pack: t.shown, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: t.pack, offset: 0, message: 'cannot open pack' }], moreProblems: 0 }
+      ? { pack: t.shown, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: shownPath(t.pack), offset: 0, message: 'cannot open pack' }], moreProblems: 0 }
       : { ...(await verifyPack(t.pack, t.idx, run.algo, { ...run, verboseLine })), pack: t.shown, ...(run.entries === true ? { entries } : {}) };
     packs.push(r);
     run.onPack?.(r, missing);
@@ -102,7 +104,7 @@ export async function verify(packPath: string | readonly string[], options: Veri
     const paths = typeof packPath === 'string' ? [packPath] : packPath;
     if (!Array.isArray(paths) || paths.length === 0 || paths.some((p) => typeof p !== 'string' || p === '')) throw new GitRepackError('usage', 'verify: pack paths expected');
     const targets = paths.map((p) => verifyTarget(p, resolve('.')));
-    let repo = repositoryOf(targets[0]!.pack);
+    let repo = repositoryOf(shownPath(targets[0]!.pack));
     if (options.objectFormat !== undefined) {
       const algo = hashAlgoByName(options.objectFormat);
       if (algo === undefined) throw new GitRepackError('usage', `unknown hash algorithm '${String(options.objectFormat)}'`);

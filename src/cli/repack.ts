@@ -128,6 +128,7 @@ function summary(r: RepackResult): string {
     if (r.midx !== 'none') lines.push(`multi-pack-index ${r.midx}`);
     if (r.keptPacks.length) lines.push(`left alone: ${r.keptPacks.join(', ')}`);
     if (r.provenPacks.length) lines.push(`already at these levels, left as they are: ${r.provenPacks.length} pack${r.provenPacks.length === 1 ? '' : 's'}`);
+    if (r.looseLeft.length) lines.push(`left loose: ${r.looseLeft.length} object${r.looseLeft.length === 1 ? '' : 's'} of a type no pack can hold`);
     if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
   }
   return lines.join('\n') + '\n';

@@ -3,6 +3,7 @@ import { GitError } from '../errors.js';
 import { verifyTarget, verifyTargets, type VerifyTarget } from '../api/verify.js';
 import { verifySummaryLines } from '../commands/verify.js';
 import { listPackFiles } from '../store/odb.js';
+import { shownPath, swapExt } from '../store/fs-path.js';
 import { parseArgs, positionals } from './args.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress } from './progress.js';
@@ -56,8 +57,9 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     algo ??= repo.algo;
     bigFileThreshold = repo.config.getInt('core.bigFileThreshold');
     targets = listPackFiles(repo.objectsDir).map((p) => {
-      const rel = relative(ctx.cwd, p);
-      return { pack: p, idx: p.replace(/\.pack$/, '.idx'), shown: rel.startsWith('..') ? p : rel };
+      const shown = shownPath(p);
+      const rel = relative(ctx.cwd, shown);
+      return { pack: p, idx: swapExt(p, '.pack', '.idx'), shown: rel.startsWith('..') ? shown : rel };
     });
   }
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));

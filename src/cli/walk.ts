@@ -1,6 +1,8 @@
 import { listRefs } from '../store/refs.js';
 import { resolve } from 'node:path';
-import { walkRepo } from '../api/walk.js';
+import { readShallow, walkRepo } from '../api/walk.js';
+import { GitError } from '../errors.js';
+import type { Repository } from '../store/repo.js';
 import { walkObjects, type WalkResult } from '../commands/walk.js';
 import { ObjectDatabase } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
@@ -22,18 +24,26 @@ Reads every object reachable from the refs through git-repack-ts's own reader, l
 export async function runWalk(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, WALK_USAGE, (y) => y.option('read-blobs', { type: 'boolean', default: false }).option('json', { type: 'boolean', default: false }));
   const named = positionals(o);
-  if (named.length === 0) {
-    // The library's walk: --json prints exactly what the API's walk() resolves to.
-    printWalk(walkRepo(openRepository(ctx), { readBlobs: o['read-blobs'] }), o.json, ctx);
-    return 0;
-  }
-  let algo = SHA1;
   try {
-    algo = openRepository(ctx).algo;
+    // The library's walk: --json prints exactly what the API's walk() resolves to.
+    printWalk(named.length === 0 ? walkRepo(openRepository(ctx), { readBlobs: o['read-blobs'] }) : walkPacks(named, o['read-blobs'], ctx), o.json, ctx);
+  } catch (e) {
+    // git's `error: Could not read <parent>` before its `fatal: Failed to traverse parents of commit <child>`.
+    if (e instanceof GitError && e.code === 'missing-object' && e.detail !== e.message) ctx.io.err(`error: ${e.detail}\n`);
+    throw e;
+  }
+  return 0;
+}
+
+/** The walk through the packs named only, from their refs (a zstd pack's) or the repository's. */
+function walkPacks(named: string[], readBlobs: boolean, ctx: CliContext): WalkResult {
+  let repo: Repository | undefined;
+  try {
+    repo = openRepository(ctx);
   } catch {
     // outside a repository: zstd packs say their own format
   }
-  const packs = named.map((n) => Pack.open(resolve(ctx.cwd, n), algo));
+  const packs = named.map((n) => Pack.open(resolve(ctx.cwd, n), repo?.algo ?? SHA1));
   const odb = new ObjectDatabase(packs[0]!.algo, []);
   let refs = '';
   for (const p of packs) {
@@ -41,12 +51,11 @@ export async function runWalk(args: string[], ctx: CliContext): Promise<number> 
     if (p.zpack) refs += p.zpack.refs;
   }
   try {
-    if (refs === '') refs = listRefs(openRepository(ctx).gitDir, ctx.io.env);
-    printWalk(walkObjects(odb, odb.algo, refs, { readBlobs: o['read-blobs'] }), o.json, ctx);
+    if (refs === '') refs = listRefs((repo ?? openRepository(ctx)).gitDir, ctx.io.env);
+    return walkObjects(odb, odb.algo, refs, { readBlobs, shallow: repo === undefined ? undefined : readShallow(repo) });
   } finally {
     odb.close();
   }
-  return 0;
 }
 
 function printWalk(r: WalkResult, json: boolean, ctx: CliContext): void {

@@ -16,6 +16,7 @@ import { discoverRepository, type Repository } from '../store/repo.js';
 import { listPacks, type PackInfo } from '../store/packdir.js';
 import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
+import { withExt } from '../store/fs-path.js';
 import { repack, type RepackResult } from './repack.js';
 
 export type { BenchCommand, BenchResult, Cell, ScenarioResult } from '../bench/types.js';
@@ -99,7 +100,7 @@ export function cellOf(times: RunTime[], none: RunTime[] | undefined, clock: 'wa
 function countObjects(repo: Repository, infos: PackInfo[]): number {
   let objects = listLoose(repo.objectsDir, repo.algo).length;
   for (const p of infos) {
-    const pk = Pack.open(p.base + '.pack', repo.algo);
+    const pk = Pack.open(withExt(p.fsBase, '.pack'), repo.algo);
     objects += pk.count;
     pk.close();
   }
@@ -135,7 +136,7 @@ async function buildScenario(repo: Repository, sc: Scenario, workDir: string, en
   if (opts.commands.some((id) => parseCommandId(id).state === 'cg')) runGit(copy.gitDir, ['-c', 'core.commitGraph=true', 'commit-graph', 'write', '--reachable', '--no-progress'], env);
   const setupSeconds = seconds(t0);
   const packs = listPacks(copyRepo.objectsDir).map((p) => {
-    const pk = Pack.open(p.base + '.pack', repo.algo);
+    const pk = Pack.open(withExt(p.fsBase, '.pack'), repo.algo);
     const v = { name: p.name, bytes: pk.size, objects: pk.count };
     pk.close();
     return v;

@@ -4,6 +4,7 @@ import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeName } from '../format/obj
 import { BLOCK_STORED, storedZlibLength } from '../format/zlib-stored.js';
 import { listLoose } from '../store/loose.js';
 import { Pack } from '../store/pack.js';
+import { swapExt, withExt, type FsPath } from '../store/fs-path.js';
 import { resolveChains } from '../store/chain.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
 import { corrupt } from '../errors.js';
@@ -96,19 +97,19 @@ export function censusOfPack(pack: Pack): PackCensus {
     c.packedBytesAtLevel0 += entryLen - dataLen + storedZlibLength(scan.size[j]!);
   }
   for (const c of byType.values()) for (let d = 0; d < c.depthHistogram.length; d++) c.depthHistogram[d] ??= 0;
-  const base = pack.packPath.slice(0, -5);
+  const beside = (ext: string): FsPath => withExt(swapExt(pack.files.pack, '.pack', ''), ext);
   return {
     pack: pack.packPath,
     objects: pack.count,
     size: pack.size,
-    promisor: existsSync(base + '.promisor'),
-    keep: existsSync(base + '.keep'),
+    promisor: existsSync(beside('.promisor')),
+    keep: existsSync(beside('.keep')),
     types: [...byType.values()],
   };
 }
 
 export function inspectRepository(
-  packPaths: string[],
+  packPaths: FsPath[],
   objectsDir: string,
   algo: HashAlgo,
   opts: { onProgress?: ((phase: string, done: number, total: number) => void) | undefined; signal?: AbortSignal | undefined } = {},

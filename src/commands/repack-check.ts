@@ -5,7 +5,7 @@ import { toHex } from '../hash/algo.js';
 import { listLoose, loosePath } from '../store/loose.js';
 import { removeOnSignal } from '../cleanup.js';
 import { Pack } from '../store/pack.js';
-import { buildFsckView, listPacks, makeViewDir, removeView } from '../store/packdir.js';
+import { buildFsckView, listPacks, makeViewDir, removeView, viewPack } from '../store/packdir.js';
 import { fault } from '../store/files.js';
 import { indexPackStream, onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
@@ -185,7 +185,7 @@ export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<
       ...c.toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
       ...listPacks(objectsDir)
         .filter((p) => !c.removing.has(p.base))
-        .map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
+        .map(viewPack),
     ];
     buildFsckView(objectsDir, viewDir, viewPacks);
     fault('phase:fsck', viewDir);

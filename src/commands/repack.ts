@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
-import { listLoose } from '../store/loose.js';
+import { listLoose, loosePath, unknownLooseType } from '../store/loose.js';
 import { acquireRepackLock, type RepoLock } from '../store/lock.js';
 import { recoverJournal } from '../store/journal.js';
 import { readSmallFile } from '../store/regular.js';
@@ -10,7 +10,8 @@ import { sharedRepositoryOf } from '../store/shared-perm.js';
 import { guardLock } from '../cleanup.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { cleanLeftovers, ensurePackDir, listPacks, removeView, type PackInfo } from '../store/packdir.js';
+import { pathKey, withExt } from '../store/fs-path.js';
+import { cleanLeftovers, ensurePackDir, isPackName, listPacks, removeView, type PackInfo } from '../store/packdir.js';
 import { fault, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
@@ -86,6 +87,8 @@ export interface RepackResult {
   provenPacks: string[];
   removedPacks: string[];
   removedLoose: number;
+  /** Loose object files left as they are: of a type no pack can hold (`git hash-object --literally -t <type>`). */
+  looseLeft: string[];
   midx: 'none' | 'rewritten' | 'removed';
   fsck: FsckMode;
   leftoversCleaned: string[];
@@ -130,7 +133,7 @@ interface Sources {
   parts: Record<'normal' | 'promisor', PackInfo[]>;
   /** Packs left as they are (`.keep`, cruft, --keep-pack). */
   retainedPacks: Pack[];
-  /** Every pack of the repository, opened, by base (path without `.pack`). */
+  /** Every pack of the repository, opened, by `pathKey` of its base (path without `.pack`; the base itself for a `pack-<hash>`). */
   opened: Map<string, Pack>;
   /** Is an object in a retained pack (then it is not written again)? */
   excluded: (id: Uint8Array, pos: number) => boolean;
@@ -195,7 +198,9 @@ class RepackRun {
       await checkWithGitFsck(repo, { mode: opts.fsck, toInstall, removing, opened: src.opened, looseIds: src.looseIds, scratchDirs: this.scratchDirs, warn: this.warn });
       this.onProgress('checking with git fsck', 1, 1);
     }
-    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks: src.retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
+    // The journal's provers: a pack not named by its checksum cannot be one (see `recoverJournal`).
+    const retainedPacks = src.retainedPacks.filter((p) => isPackName(p.name));
+    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
     Object.assign(this.result, done);
     this.recordProven(sel);
     return this.result;
@@ -228,15 +233,23 @@ class RepackRun {
     for (const k of keepNames) {
       if (!infos.some((p) => p.name === k)) throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
     }
-    const looseIds = listLoose(repo.objectsDir, repo.algo);
+    const looseIds = this.packableLoose(listLoose(repo.objectsDir, repo.algo));
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
     const targets = runTargets(opts);
     const state = opts.all === true ? [] : readProven(repo.objectsDir, repo.algo);
     const sel: Selection = { infos, parts: { normal: [], promisor: [] }, retained: [], looseIds, writeRev, targets, keepProven: [] };
     const candidates: Record<Partition, { info: PackInfo; c: PackCandidate; entries: ProvenEntry[] }[]> = { normal: [], promisor: [] };
+    const odd: PackInfo[] = [];
     for (const p of infos) {
       if (p.keep || p.cruft || keepNames.has(p.name)) {
         sel.retained.push(p);
+        continue;
+      }
+      // Our journal records (and its recovery proves) a pack by its name `pack-<checksum>`: any other
+      // stays, and is no kept pack either (a killed `git repack`'s `.tmp-*` pack is the user's to delete).
+      if (!p.canonical) {
+        odd.push(p);
+        this.warn(`${p.base}.pack: not named pack-<checksum>; left as it is; nothing the rewrite removes relies on it`);
         continue;
       }
       const id = state.length > 0 ? identify(p.base, repo.algo) : undefined;
@@ -244,7 +257,7 @@ class RepackRun {
       const proven = (!writeRev || p.rev) && had.some((e) => targetsCover(e.targets, targets));
       candidates[p.promisor ? 'promisor' : 'normal'].push({ info: p, c: { name: p.name, objects: id?.objects ?? 0, proven }, entries: had });
     }
-    this.result.keptPacks = sel.retained.map((p) => p.name);
+    this.result.keptPacks = [...sel.retained, ...odd].map((p) => p.name);
     for (const kind of ['normal', 'promisor'] as const) {
       const chosen = packsToRewrite(candidates[kind].map((x) => x.c), kind === 'normal' ? looseIds.length : 0);
       for (const x of candidates[kind]) {
@@ -264,8 +277,8 @@ class RepackRun {
     const { repo } = this;
     const opened = new Map<string, Pack>();
     for (const p of sel.infos) {
-      const pack = Pack.open(p.base + '.pack', repo.algo);
-      opened.set(p.base, pack);
+      const pack = Pack.open(withExt(p.fsBase, '.pack'), repo.algo);
+      opened.set(pathKey(p.fsBase), pack);
       this.odb.addPack(pack);
     }
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
@@ -277,7 +290,7 @@ class RepackRun {
         if (b !== undefined) part.unshift(...part.splice(part.indexOf(b), 1));
       }
     }
-    const retainedPacks = sel.retained.map((p) => opened.get(p.base)!);
+    const retainedPacks = sel.retained.map((p) => opened.get(pathKey(p.fsBase))!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     fault('phase:listed');
     return { parts: sel.parts, retainedPacks, opened, excluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
@@ -302,6 +315,21 @@ class RepackRun {
     }
   }
 
+  /**
+   * The loose objects a pack can hold. One of a type git does not know stays loose, as with `git
+   * repack -a -d` (which packs only what is reachable, and nothing can reach it): never packed, never removed.
+   */
+  private packableLoose(ids: Buffer[]): Buffer[] {
+    return ids.filter((id) => {
+      const file = loosePath(this.repo.objectsDir, id);
+      const type = unknownLooseType(file);
+      if (type === undefined) return true;
+      this.result.looseLeft.push(file);
+      this.warn(`${file}: loose object of unknown type '${type}' left as it is (no pack can hold it)`);
+      return false;
+    });
+  }
+
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
   private async writePartitions(src: Sources): Promise<WrittenPartition[]> {
     const { repo, opts } = this;
@@ -319,7 +347,7 @@ class RepackRun {
       let check: ChangedCheck | undefined;
       const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedCheck['dest'] => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
       const { stats, written: w, unchanged } = await rewritePartition(
-        { kind, packs: sources.map((p) => src.opened.get(p.base)!), loose, looseDir: repo.objectsDir },
+        { kind, packs: sources.map((p) => src.opened.get(pathKey(p.fsBase))!), loose, looseDir: repo.objectsDir },
         {
           algo: repo.algo,
           levels: opts.levels,
@@ -367,7 +395,7 @@ class RepackRun {
    */
   private async proveAndCheck(src: Sources, written: WrittenPartition[]): Promise<void> {
     const { repo, opts } = this;
-    const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!));
+    const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!)); // sources are `pack-<hash>`: their base is their key
     const checks: Promise<void>[] = [];
     written.forEach((x, i) => x.check !== undefined && checks.push(x.check.finish(x.w.idxPath, sourcePacks[i]!, this.onProgress)));
     // A failure is reported once the proof is done (or has failed first).
@@ -481,6 +509,7 @@ function emptyResult(opts: RepackOptions): RepackResult {
     provenPacks: [],
     removedPacks: [],
     removedLoose: 0,
+    looseLeft: [],
     midx: 'none',
     fsck: opts.fsck,
     leftoversCleaned: [],

@@ -10,6 +10,7 @@ import { typeName } from '../format/object-type.js';
 import { Pack, SEQUENTIAL_CHUNK } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type PackScan, type ScanProblem } from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
+import { shownPath, type FsPath } from '../store/fs-path.js';
 
 export interface VerifyPackResult {
   pack: string;
@@ -53,7 +54,8 @@ const H = OBJECT_HEADER_ROOM;
  * and idx, idx order and fanout, every entry's CRC32, every object re-hashed (deltas resolved base
  * first with an explicit stack), the `.rev` when present.
  */
-export async function verifyPack(packPath: string, idxPath: string, algo: HashAlgo, opts: VerifyOptions = {}): Promise<VerifyPackResult> {
+export async function verifyPack(packFile: FsPath, idxFile: FsPath, algo: HashAlgo, opts: VerifyOptions = {}): Promise<VerifyPackResult> {
+  const packPath = shownPath(packFile);
   const result: VerifyPackResult = { pack: packPath, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [], moreProblems: 0 };
   const problem = (p: ScanProblem): void => {
     if (result.problems.length < MAX_REPORTED) result.problems.push(p);
@@ -61,7 +63,7 @@ export async function verifyPack(packPath: string, idxPath: string, algo: HashAl
   };
   let pack: Pack;
   try {
-    pack = Pack.open(packPath, algo, idxPath);
+    pack = Pack.open(packFile, algo, idxFile);
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
     problem({ file: e.file ?? packPath, offset: e.offset ?? 0, message: e.detail });
@@ -153,7 +155,7 @@ function checkRev(pack: Pack, revPath: string, problem: (p: ScanProblem) => void
   const n = pack.count;
   const len = algo.len;
   try {
-    const buf = readFileSync(revPath);
+    const buf = readFileSync(pack.files.rev ?? revPath);
     const order = parseRev(buf, n, algo, revPath);
     const want = pack.order;
     for (let i = 0; i < n; i++) {

@@ -1,5 +1,5 @@
 import { GitError } from '../errors.js';
-import { fromHex, type HashAlgo } from '../hash/algo.js';
+import { fromHex, toHex, type HashAlgo } from '../hash/algo.js';
 import { OidTable } from '../hash/oid-table.js';
 import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, forEachCommitLink, forEachTreeEntry, hexInto } from '../format/object-parse.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeFromName } from '../format/object-type.js';
@@ -84,56 +84,80 @@ function readBigBlob(where: { pack: Pack; index: number } | { loose: string }): 
   return hdr.size;
 }
 
+/** The hint's low bits: the type a link says its object has (0 for a ref's). */
+const TYPE_MASK = 7;
+/** Hint bit: named by a tag (git's `handle_commit` says `bad object <id>` when it is missing). */
+const TAGGED = 8;
+/** Hint bit: named by an object read from a promisor pack, so promised when missing (git's `is_promisor_object`). */
+const PROMISED = 16;
+
+export interface WalkOptions {
+  /** Inflate every blob as well (`--read-blobs`). */
+  readBlobs?: boolean | undefined;
+  /** The repository's `shallow` file: commits whose parents are not walked (git's `register_shallow`). */
+  shallow?: string | undefined;
+}
+
 /**
  * Every object reachable from the refs, read through our reader: the equivalent of
  * `git rev-list --objects --all` (commits and trees are read and parsed, blobs only named unless
  * `readBlobs`). An explicit stack of object numbers, ids as bytes in one visited table, commits
- * and trees parsed byte by byte (no strings per entry).
+ * and trees parsed byte by byte (no strings per entry). A missing object is counted when the
+ * repository's promisor packs promise it (a partial clone: git would fetch it); any other is a
+ * GitError (`missing-object`) worded as git's rev-list dies on it.
  */
-export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, opts: { readBlobs?: boolean } = {}): WalkResult {
+export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, opts: WalkOptions = {}): WalkResult {
   const t0 = performance.now();
   const len = algo.len;
   const seen = new OidTable(len, 1 << 16);
   const recent = new RecentIds(len);
   // Every object is looked up: tables over the idx bytes instead of a binary search each.
   odb.indexForBulkLookups();
+  const promised = new PromisedIds(odb, algo);
+  const shallow = shallowIds(opts.shallow, algo);
   const res: WalkResult = { commits: 0, trees: 0, blobs: 0, tags: 0, missing: 0, bytesRead: 0, ms: 0 };
-  // The stack: numbers in `seen`, and a type hint each (0 = unknown, for refs).
+  // The stack: numbers in `seen`, a hint each (type and bits above), and who named it.
   let stack = new Int32Array(1 << 12);
   let hints = new Uint8Array(1 << 12);
+  let from = new Int32Array(1 << 12);
   let top = 0;
-  const push = (buf: Uint8Array, pos: number, type: number): void => {
+  let cur = -1;
+  const push = (buf: Uint8Array, pos: number, hint: number): void => {
     const v = seen.insert(buf, pos);
     if (v < 0) return;
     if (top === stack.length) {
-      const s2 = new Int32Array(top * 2);
-      s2.set(stack);
-      stack = s2;
+      stack = grown(stack, top * 2);
+      from = grown(from, top * 2);
       const h2 = new Uint8Array(top * 2);
       h2.set(hints);
       hints = h2;
     }
     stack[top] = v;
-    hints[top] = type;
+    hints[top] = hint;
+    from[top] = cur;
     top++;
   };
-  for (const line of refs.split('\n')) {
-    const hex = line.split(' ')[0];
-    if (!hex) continue;
-    const id = fromHex(hex, algo);
-    if (id) push(id, 0, 0);
+  // git's setup_revisions reads every ref before the walk: `bad object <ref>` for a missing one.
+  for (const tip of refTips(refs, algo)) {
+    if (odb.locate(tip.id, 0) === undefined && !promised.has(tip.id)) throw new GitError('missing-object', `bad object ${tip.name}`, { objectId: toHex(tip.id) });
+    push(tip.id, 0, 0);
   }
   const id = Buffer.alloc(len);
   const parsed = Buffer.alloc(len);
   while (top > 0) {
     top--;
-    const type = hints[top]!;
-    seen.id(stack[top]!).copy(id); // a view until the next insert: copied
+    const hint = hints[top]!;
+    const type = hint & TYPE_MASK;
+    cur = stack[top]!;
+    seen.id(cur).copy(id); // a view until the next insert: copied
     const where = odb.locate(id, 0);
     if (where === undefined) {
+      if ((hint & PROMISED) === 0 && !promised.has(id)) throw missingObject(id, hint, from[top]! >= 0 ? seen.id(from[top]!) : undefined);
       res.missing++;
       continue;
     }
+    // What an object of a promisor pack names is promised (git's add_promisor_object).
+    const named = 'pack' in where && where.pack.promisor ? PROMISED : 0;
     if (type === OBJ_BLOB && !opts.readBlobs) {
       res.blobs++;
       continue;
@@ -151,31 +175,122 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
     const d = obj.data;
     if (obj.type === OBJ_COMMIT) {
       res.commits++;
+      // A shallow commit's parents are not walked (git grafts it with none).
+      const cut = shallow !== undefined && shallow.lookup(id, 0) >= 0;
       forEachCommitLink(d, (isTree, at) => {
+        if (!isTree && cut) return;
         hexInto(d, at, parsed, len);
-        push(parsed, 0, isTree ? OBJ_TREE : OBJ_COMMIT);
+        push(parsed, 0, (isTree ? OBJ_TREE : OBJ_COMMIT) | named);
       });
     } else if (obj.type === OBJ_TREE) {
       res.trees++;
       const dv = new DataView(d.buffer, d.byteOffset, d.byteLength);
       const bad = forEachTreeEntry(d, len, (_s, _e, at, kind) => {
         if (kind === TREE_ENTRY_GITLINK || recent.has(dv, at)) return;
-        push(d, at, kind === TREE_ENTRY_TREE ? OBJ_TREE : OBJ_BLOB);
+        push(d, at, (kind === TREE_ENTRY_TREE ? OBJ_TREE : OBJ_BLOB) | named);
         recent.add(dv, at);
       });
       if (bad >= 0) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, { objectId: id.toString('hex') });
     } else if (obj.type === OBJ_TAG) {
       res.tags++;
-      const text = d.toString('latin1', 0, Math.min(d.length, 256));
-      const m = /^object ([0-9a-f]+)\ntype (\w+)\n/.exec(text);
-      if (m) {
-        const target = fromHex(m[1]!, algo);
-        if (target) push(target, 0, typeFromName(m[2]!) ?? 0);
-      }
+      const target = tagTarget(d, algo);
+      if (target !== undefined) push(target.id, 0, target.type | TAGGED | named);
     } else {
       res.blobs++;
     }
   }
   res.ms = performance.now() - t0;
   return res;
+}
+
+function grown(a: Int32Array, size: number): Int32Array<ArrayBuffer> {
+  const b = new Int32Array(size);
+  b.set(a);
+  return b;
+}
+
+/** A tag's `object` and the type its `type` line names (0 when unknown). */
+function tagTarget(d: Buffer, algo: HashAlgo): { id: Buffer; type: number } | undefined {
+  const text = d.toString('latin1', 0, Math.min(d.length, 256));
+  const m = /^object ([0-9a-f]+)\ntype (\w+)\n/.exec(text);
+  const id = m ? fromHex(m[1]!, algo) : undefined;
+  return id === undefined ? undefined : { id, type: typeFromName(m![2]!) ?? 0 };
+}
+
+/** The refs' objects in the order git's `--all` takes them: the refs as listed, then HEAD. */
+function refTips(refs: string, algo: HashAlgo): { id: Buffer; name: string }[] {
+  const tips: { id: Buffer; name: string }[] = [];
+  for (const line of refs.split('\n')) {
+    const sp = line.indexOf(' ');
+    const id = fromHex(sp < 0 ? line : line.slice(0, sp), algo);
+    if (id) tips.push({ id, name: sp < 0 ? line : line.slice(sp + 1) });
+  }
+  return [...tips.filter((t) => t.name !== 'HEAD'), ...tips.filter((t) => t.name === 'HEAD')];
+}
+
+/** The error git's rev-list dies with on a missing object that nothing promised; `child` named it (a commit's parent). */
+function missingObject(id: Buffer, hint: number, child: Buffer | undefined): GitError {
+  const hex = id.toString('hex');
+  const type = hint & TYPE_MASK;
+  // handle_commit (a tag's object), process_tree, rev-list's finish_object, process_parents.
+  if ((hint & TAGGED) !== 0 || type === 0) return new GitError('missing-object', `bad object ${hex}`, { objectId: hex });
+  if (type === OBJ_TREE) return new GitError('missing-object', `bad tree object ${hex}`, { objectId: hex });
+  if (type === OBJ_BLOB) return new GitError('missing-object', `missing blob object '${hex}'`, { objectId: hex });
+  // git says `error: Could not read <parent>` first: the detail, which the CLI prints so.
+  return new GitError('missing-object', `Failed to traverse parents of commit ${child?.toString('hex') ?? hex}`, { objectId: hex, detail: `Could not read ${hex}` });
+}
+
+/** The ids of a `shallow` file's lines, or undefined when there are none. */
+function shallowIds(text: string | undefined, algo: HashAlgo): OidTable | undefined {
+  const ids = (text ?? '').split('\n').flatMap((l) => fromHex(l.trim(), algo) ?? []);
+  if (ids.length === 0) return undefined;
+  const t = new OidTable(algo.len, ids.length);
+  for (const x of ids) t.insert(x, 0);
+  return t;
+}
+
+/**
+ * git's `is_promisor_object`: what the promisor packs hold and every object their objects name
+ * (a commit's tree and parents, a tree's entries, a tag's object). Built on first use only: the
+ * walk answers most missing objects from the object that named them (`PROMISED`).
+ */
+class PromisedIds {
+  private table: OidTable | undefined;
+
+  constructor(
+    private readonly odb: ObjectDatabase,
+    private readonly algo: HashAlgo,
+  ) {}
+
+  has(id: Uint8Array): boolean {
+    if (!this.odb.packs.some((p) => p.promisor)) return false;
+    this.table ??= this.build();
+    return this.table.lookup(id, 0) >= 0;
+  }
+
+  private build(): OidTable {
+    const len = this.algo.len;
+    const t = new OidTable(len, 1 << 16);
+    const link = Buffer.alloc(len);
+    for (const p of this.odb.packs) {
+      if (!p.promisor) continue;
+      const ids = p.idx.ids;
+      for (let j = 0; j < p.count; j++) {
+        t.insert(ids, j * len);
+        const off = p.idx.offsets[j]!;
+        if (p.entryHead(off, p.endOf(off)).type === OBJ_BLOB) continue; // names nothing
+        const obj = this.odb.readPacked(p, off, true);
+        const d = obj.data;
+        if (obj.type === OBJ_COMMIT) {
+          forEachCommitLink(d, (_isTree, at) => hexInto(d, at, link, len) && t.insert(link, 0));
+        } else if (obj.type === OBJ_TREE) {
+          forEachTreeEntry(d, len, (_s, _e, at) => t.insert(d, at));
+        } else if (obj.type === OBJ_TAG) {
+          const target = tagTarget(d, this.algo);
+          if (target !== undefined) t.insert(target.id, 0);
+        }
+      }
+    }
+    return t;
+  }
 }

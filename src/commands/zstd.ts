@@ -20,9 +20,10 @@ import { acquireRepackLock } from '../store/lock.js';
 import { guardLock, removeOnSignal } from '../cleanup.js';
 import { listLoose } from '../store/loose.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
+import { withExt } from '../store/fs-path.js';
 import { Pack } from '../store/pack.js';
 import { NO_PARENT, scanPack } from '../store/pack-scan.js';
-import { buildFsckView, ensurePackDir, installPack, listPacks, makeViewDir, removeView } from '../store/packdir.js';
+import { buildFsckView, ensurePackDir, installPack, listPacks, makeViewDir, removeView, viewPack } from '../store/packdir.js';
 import { sharedRepositoryOf } from '../store/shared-perm.js';
 import type { Repository } from '../store/repo.js';
 import { verifyPack } from './verify.js';
@@ -130,7 +131,7 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
   };
   const tmp = removeOnSignal(join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`));
   try {
-    const packs = infos.map((i) => Pack.open(i.base + '.pack', algo));
+    const packs = infos.map((i) => Pack.open(withExt(i.fsBase, '.pack'), algo));
     for (const p of packs) odb.addPack(p);
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) odb.addPack(Pack.open(f, algo));
     const dictionaries: ExportResult['dictionaries'] = [];
@@ -298,7 +299,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
       viewDir = removeOnSignal(makeViewDir(repo.objectsDir));
       buildFsckView(repo.objectsDir, viewDir, [
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
-        ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
+        ...listPacks(repo.objectsDir).map(viewPack),
       ]);
       const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);

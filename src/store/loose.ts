@@ -5,6 +5,7 @@ import { pipeline } from 'node:stream/promises';
 import { constants, createInflate, inflateSync } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
+import { openRegular } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
 
 export interface LooseObject {
@@ -19,13 +20,44 @@ export function loosePath(objectsDir: string, id: Uint8Array): string {
 
 /** `"<type> <size>\0"` at the start of a loose object (git's `parse_loose_header`). */
 function parseLooseHeader(buf: Buffer, file: string): { type: BaseType; size: number; len: number } {
+  const h = splitLooseHeader(buf, 64);
+  const type = h === undefined ? undefined : typeFromName(h.typeName);
+  if (h === undefined || type === undefined) throw corrupt('bad-object', file, 0, 'bad loose object header');
+  return { type, size: h.size, len: h.len };
+}
+
+/** A header's type name (any, as with git's OBJECT_INFO_ALLOW_UNKNOWN_TYPE), size and length; undefined when malformed. */
+function splitLooseHeader(buf: Buffer, maxLen: number): { typeName: string; size: number; len: number } | undefined {
   const nul = buf.indexOf(0);
   const sp = buf.indexOf(0x20);
-  if (nul < 0 || sp < 0 || sp > nul || nul > 64) throw corrupt('bad-object', file, 0, 'bad loose object header');
-  const type = typeFromName(buf.toString('latin1', 0, sp));
+  if (nul < 0 || sp <= 0 || sp > nul || nul > maxLen) return undefined;
   const sizeText = buf.toString('latin1', sp + 1, nul);
-  if (type === undefined || !/^(0|[1-9]\d*)$/.test(sizeText)) throw corrupt('bad-object', file, 0, 'bad loose object header');
-  return { type, size: Number(sizeText), len: nul + 1 };
+  if (!/^(0|[1-9]\d*)$/.test(sizeText)) return undefined;
+  return { typeName: buf.toString('latin1', 0, sp), size: Number(sizeText), len: nul + 1 };
+}
+
+/**
+ * The type a loose object's header names when it is none of git's four (written by `git
+ * hash-object --literally -t <type>`): no pack can hold it. Undefined for the four, and for a
+ * header that cannot be read (the reader that needs the object then says why).
+ */
+export function unknownLooseType(file: string): string | undefined {
+  let head: Buffer;
+  try {
+    const fd = openRegular(file); // never blocks on a FIFO
+    try {
+      const start = Buffer.allocUnsafe(512);
+      const comp = start.subarray(0, readSync(fd, start, 0, 512, 0));
+      // 512 bytes of deflate inflate to at most ~530 KiB: no cap that a compressible object would hit.
+      head = inflateSync(comp, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 1 << 20 });
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+  const h = splitLooseHeader(head, head.length);
+  return h !== undefined && typeFromName(h.typeName) === undefined ? h.typeName : undefined;
 }
 
 /**

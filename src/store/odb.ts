@@ -9,6 +9,7 @@ import { listLoose, loosePath, readLooseFile } from './loose.js';
 import { OidRefTable, OidTable } from '../hash/oid-table.js';
 import { Pack, type RawEntry } from './pack.js';
 import { listPacks } from './packdir.js';
+import { withExt, type FsPath } from './fs-path.js';
 
 /** git's pack.depth ceiling in pack-objects; a deeper chain (or a REF_DELTA cycle) is refused. */
 export const MAX_DELTA_DEPTH = 4095;
@@ -18,9 +19,9 @@ export interface ObjectData {
   data: Buffer;
 }
 
-/** `.pack` files that have an `.idx`, newest first (the copy git prefers). */
-export function listPackFiles(objectsDir: string): string[] {
-  return listPacks(objectsDir).map((p) => p.base + '.pack');
+/** `.pack` files that have an `.idx`, newest first (the copy git prefers); bytes where a name is not UTF-8. */
+export function listPackFiles(objectsDir: string): FsPath[] {
+  return listPacks(objectsDir).map((p) => withExt(p.fsBase, '.pack'));
 }
 
 /**

@@ -1,5 +1,6 @@
-import { closeSync, existsSync, fstatSync, openSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { openRegular, readRegular } from './regular.js';
+import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
 import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
 import { GitError, corrupt, type ErrorCode } from '../errors.js';
@@ -11,7 +12,8 @@ import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '.
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
+import { packOrderFromOffsets } from '../format/rev.js';
+import { revFileOrder } from './rev-order.js';
 
 /** One entry's raw bytes and decoded header; `raw` is valid until the next read of the same pack. */
 export interface RawEntry {
@@ -42,6 +44,12 @@ export class Pack {
   private scratch = Buffer.allocUnsafe(SCRATCH);
   /** The `.rev` next to the pack (or the one given to `open`), if there is one. */
   readonly revPath: string | undefined;
+  /** The files as the file system names them (bytes where a name is not valid UTF-8); `packPath`, `idxPath` and `revPath` show them. */
+  readonly files: { pack: FsPath; idx: FsPath; rev: FsPath | undefined };
+  /** Promised objects' pack: a `.promisor` beside it, or a zstd pack of promisor objects (git's `pack_promisor`). */
+  readonly promisor: boolean;
+  readonly packPath: string;
+  readonly idxPath: string;
   /** Where the entries start and end: [12, trailer) in a git pack. */
   readonly dataStart: number;
   readonly dataEnd: number;
@@ -52,17 +60,18 @@ export class Pack {
   private dictOfKind: number[] = [];
 
   private constructor(
-    readonly packPath: string,
-    readonly idxPath: string,
+    files: { pack: FsPath; idx: FsPath },
     readonly algo: HashAlgo,
     fd: number,
     size: number,
     idx: PackIndex,
     header: { version: number; count: number },
     layout: { dataStart: number; dataEnd: number; zpack?: ZpackHeader },
-    revPath?: string,
+    revPath?: FsPath,
   ) {
-    this.name = basename(packPath).replace(/\.(pack|zpack)$/, '');
+    this.packPath = shownPath(files.pack);
+    this.idxPath = shownPath(files.idx);
+    this.name = basename(this.packPath).replace(/\.(pack|zpack)$/, '');
     this.fd = fd;
     this.size = size;
     this.idx = idx;
@@ -71,8 +80,12 @@ export class Pack {
     this.dataStart = layout.dataStart;
     this.dataEnd = layout.dataEnd;
     this.zpack = layout.zpack;
-    const rev = revPath ?? (packPath.endsWith('.pack') ? packPath.slice(0, -5) + '.rev' : undefined);
-    this.revPath = rev !== undefined && existsSync(rev) ? rev : undefined;
+    const besidePack = (ext: string): FsPath | undefined => (hasExt(files.pack, '.pack') ? swapExt(files.pack, '.pack', ext) : undefined);
+    const rev = revPath ?? besidePack('.rev');
+    this.files = { ...files, rev: rev !== undefined && existsSync(rev) ? rev : undefined };
+    this.revPath = this.files.rev === undefined ? undefined : shownPath(this.files.rev);
+    const marker = besidePack('.promisor');
+    this.promisor = layout.zpack !== undefined ? layout.zpack.promisor : marker !== undefined && existsSync(marker);
   }
 
   /** Is this a zstd-framed pack (our format, never in objects/pack)? */
@@ -84,7 +97,8 @@ export class Pack {
    * Opens a zstd pack: header, dictionaries and refs at the front, the index at the offset the
    * footer names. The index's pack checksum covers everything before it (checked by verify).
    */
-  static openZpack(path: string, fd: number, size: number): Pack {
+  static openZpack(file: FsPath, fd: number, size: number): Pack {
+    const path = shownPath(file);
     const readAt = (pos: number, len: number): Buffer => {
       const b = Buffer.alloc(len);
       let done = 0;
@@ -103,7 +117,7 @@ export class Pack {
     if (indexStart < h.dataStart || indexStart > footerAt) throw corrupt('bad-pack', path, footerAt, `index offset ${indexStart} out of range`);
     const idx = parseIdx(readAt(indexStart, footerAt - indexStart), h.algo, `${path} (index at offset ${indexStart})`);
     if (idx.count !== h.count) throw corrupt('bad-pack', path, 8, `header says ${h.count} objects but the index has ${idx.count}`);
-    const p = new Pack(path, path, h.algo, fd, size, idx, { version: h.version, count: h.count }, { dataStart: h.dataStart, dataEnd: indexStart, zpack: h });
+    const p = new Pack({ pack: file, idx: file }, h.algo, fd, size, idx, { version: h.version, count: h.count }, { dataStart: h.dataStart, dataEnd: indexStart, zpack: h });
     p.dictOfKind = DICT_KINDS.map((_, k) => h.dicts.findIndex((d) => d.kind === k));
     return p;
   }
@@ -114,9 +128,11 @@ export class Pack {
    * next to the pack (one just written under a temporary name); like any `.rev` it is used only
    * when it matches the pack and orders the idx offsets.
    */
-  static open(packPath: string, algo: HashAlgo, idxPath = packPath.replace(/\.pack$/, '.idx'), revPath?: string): Pack {
-    if (!packPath.endsWith('.pack') || !existsSync(idxPath)) {
-      const z = Pack.tryZpack(packPath);
+  static open(packFile: FsPath, algo: HashAlgo, idxFile: FsPath = hasExt(packFile, '.pack') ? swapExt(packFile, '.pack', '.idx') : packFile, revPath?: FsPath): Pack {
+    const packPath = shownPath(packFile);
+    const idxPath = shownPath(idxFile);
+    if (!packPath.endsWith('.pack') || !existsSync(idxFile)) {
+      const z = Pack.tryZpack(packFile);
       if (z !== undefined) {
         if (z.algo.name !== algo.name) {
           const name = z.algo.name;
@@ -128,13 +144,13 @@ export class Pack {
     }
     let idxBuf: Buffer;
     try {
-      idxBuf = readRegular(idxPath); // never blocks on a FIFO
+      idxBuf = readRegular(idxFile); // never blocks on a FIFO
     } catch (e) {
       if (e instanceof GitError) throw e;
       throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, { file: idxPath });
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
-    const fd = openRegular(packPath);
+    const fd = openRegular(packFile);
     try {
       const size = fstatSync(fd).size;
       const head = Buffer.alloc(PACK_HEADER_SIZE);
@@ -150,7 +166,7 @@ export class Pack {
       if (!trailer.equals(idx.packChecksum)) {
         throw corrupt('bad-pack', packPath, size - algo.len, `pack trailer does not match the checksum recorded in ${idxPath}`);
       }
-      return new Pack(packPath, idxPath, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len }, revPath);
+      return new Pack({ pack: packFile, idx: idxFile }, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len }, revPath);
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -158,7 +174,7 @@ export class Pack {
   }
 
   /** The zstd pack at `path`, or undefined when the file does not start with its signature. */
-  static tryZpack(path: string): Pack | undefined {
+  static tryZpack(path: FsPath): Pack | undefined {
     const fd = openRegular(path);
     try {
       const head = Buffer.alloc(4);
@@ -184,30 +200,11 @@ export class Pack {
     this.fd = -1;
   }
 
-
   /** Idx positions in pack (offset) order, from the `.rev` when it is valid, else by sorting. */
   get order(): Uint32Array {
     if (this.orderCache) return this.orderCache;
-    let order: Uint32Array | undefined;
-    const revPath = this.revPath;
-    if (revPath !== undefined) {
-      try {
-        const buf = readFileSync(revPath);
-        if (revPackChecksum(buf, this.algo).equals(this.idx.packChecksum)) order = parseRev(buf, this.count, this.algo, revPath);
-      } catch {
-        order = undefined; // a bad .rev is not fatal for reading: git falls back too
-      }
-      if (order) {
-        const offs = this.idx.offsets;
-        for (let i = 1; i < order.length; i++) {
-          if (offs[order[i]!]! <= offs[order[i - 1]!]!) {
-            order = undefined;
-            break;
-          }
-        }
-      }
-    }
-    this.orderCache = order ?? packOrderFromOffsets(this.idx.offsets);
+    const fromRev = this.files.rev === undefined ? undefined : revFileOrder(this.files.rev, this.revPath!, this.idx, this.count, this.algo);
+    this.orderCache = fromRev ?? packOrderFromOffsets(this.idx.offsets);
     return this.orderCache;
   }
 
@@ -267,10 +264,11 @@ export class Pack {
   releaseIds(): void {
     if (this.isZpack) return;
     const file = this.idxPath;
+    const idxFile = this.files.idx;
     this.idx.releaseIds((at, len) => {
       const out = Buffer.allocUnsafe(len);
       // A system error as it is: the repack names a file that vanished (another git gc?).
-      const fd = openSync(file, 'r');
+      const fd = openSync(idxFile, 'r');
       try {
         for (let done = 0; done < len; ) {
           const n = readSync(fd, out, done, len - done, at + done);

@@ -1,14 +1,20 @@
 import { closeSync, constants, copyFileSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { getuid } from 'node:process';
-import { basename, join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { basename, dirname, join } from 'node:path';
 import { fsyncDir, pidAlive, renameInto, tmpOwner, unlinkIfExists, TMP_TAG } from './files.js';
+import { entryPath, shownPath, withExt, type FsPath } from './fs-path.js';
 import { adjustSharedPerm, mkdirShared } from './shared-perm.js';
 
 /** A pack in objects/pack and the files that belong to it. */
 export interface PackInfo {
-  /** Path without extension: `<objects>/pack/pack-<hash>`. */
+  /** Path without extension, `<objects>/pack/pack-<hash>`, for messages (see `fsBase`). */
   base: string;
+  /** The same path as the file system names it: `base`, or its bytes when the name is not valid UTF-8. */
+  fsBase: FsPath;
   name: string;
+  /** Named `pack-<hash>`, as git names the packs it writes: the only packs the rewrite removes (see `isPackName`). */
+  canonical: boolean;
   keep: boolean;
   promisor: boolean;
   /** Cruft packs (`.mtimes`) hold unreachable objects with their ages; we leave them alone. */
@@ -18,28 +24,40 @@ export interface PackInfo {
   mtimeMs: number;
 }
 
-/** Every pack with an `.idx` in `<objects>/pack`. */
+/** `pack-<hash>`: the name git gives a pack it writes (and the one our journal records). */
+export function isPackName(name: string): boolean {
+  return /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(name);
+}
+
+/**
+ * Every pack in `<objects>/pack`: any `<name>.idx` beside a `<name>.pack`, whatever the name, as
+ * git's `prepare_pack` and `add_packed_git` take them (a `.tmp-*` pack a killed `git repack`
+ * left, a pack renamed by hand, a name that is not UTF-8: git reads their objects).
+ */
 export function listPacks(objectsDir: string): PackInfo[] {
   const dir = join(objectsDir, 'pack');
-  let names: string[];
+  let entries: Buffer[];
   try {
-    names = readdirSync(dir);
+    entries = readdirSync(dir, { encoding: 'buffer' });
   } catch {
     return [];
   }
-  const set = new Set(names);
+  // One char per byte: a name that is not valid UTF-8 keeps its bytes.
+  const set = new Set(entries.map((n) => n.toString('latin1')));
   const out: PackInfo[] = [];
-  for (const n of names) {
-    if (!n.endsWith('.pack') || !n.startsWith('pack-')) continue;
-    const stem = n.slice(0, -5);
-    if (!set.has(stem + '.idx')) continue;
-    const base = join(dir, stem);
+  for (const n of set) {
+    if (!n.endsWith('.idx')) continue;
+    const stem = n.slice(0, -4);
+    const fsBase = entryPath(dir, Buffer.from(stem, 'latin1'));
     // Regular files only, as git's add_packed_git: a FIFO or device named like a pack is skipped.
-    const st = regularStat(base + '.pack');
-    if (st === undefined || regularStat(base + '.idx') === undefined) continue;
+    const st = set.has(stem + '.pack') ? regularStat(withExt(fsBase, '.pack')) : undefined;
+    if (st === undefined || regularStat(withExt(fsBase, '.idx')) === undefined) continue;
+    const name = Buffer.from(stem, 'latin1').toString('utf8');
     out.push({
-      base,
-      name: stem,
+      base: shownPath(fsBase),
+      fsBase,
+      name,
+      canonical: isPackName(name),
       keep: set.has(stem + '.keep'),
       promisor: set.has(stem + '.promisor'),
       cruft: set.has(stem + '.mtimes'),
@@ -53,7 +71,7 @@ export function listPacks(objectsDir: string): PackInfo[] {
   return out;
 }
 
-function regularStat(path: string): { mtimeMs: number } | undefined {
+function regularStat(path: FsPath): { mtimeMs: number } | undefined {
   const st = statSync(path, { throwIfNoEntry: false });
   return st?.isFile() === true ? st : undefined;
 }
@@ -179,7 +197,7 @@ function safeList(dir: string): string[] {
 }
 
 /** Hard link, or a symlink where the filesystem has no hard links, or a copy as the last resort. */
-export function linkOrCopy(from: string, to: string): void {
+export function linkOrCopy(from: FsPath, to: string): void {
   try {
     linkSync(from, to);
   } catch {
@@ -191,13 +209,32 @@ export function linkOrCopy(from: string, to: string): void {
   }
 }
 
+/** A pack's files, linked into a view as `<basename of base>.pack` and so on. */
+export interface ViewPack {
+  pack: FsPath;
+  idx: FsPath;
+  rev?: FsPath | undefined;
+  promisor?: FsPath | undefined;
+  base: string;
+}
+
+/**
+ * A pack of the repository as the view links it: under its own name, or, when that is not valid
+ * UTF-8, under one made from its bytes (git fsck reads a pack whatever its name).
+ */
+export function viewPack(p: PackInfo): ViewPack {
+  const f = (ext: string): FsPath => withExt(p.fsBase, ext);
+  const base = typeof p.fsBase === 'string' ? p.base : join(dirname(p.base), `pack-name-${createHash('sha1').update(p.fsBase).digest('hex')}`);
+  return { pack: f('.pack'), idx: f('.idx'), rev: p.rev ? f('.rev') : undefined, promisor: p.promisor ? f('.promisor') : undefined, base };
+}
+
 /**
  * An object directory that shows exactly the state the repository will have after the rewrite
  * (new packs, packs that stay, current loose objects, alternates, commit-graph), built from links
  * so that `git fsck` can check that state before anything is removed. Removing it (rmSync,
  * recursive) removes the symlinks, never what they point to.
  */
-export function buildFsckView(objectsDir: string, viewDir: string, packs: { pack: string; idx: string; rev?: string | undefined; promisor?: string | undefined; base: string }[]): void {
+export function buildFsckView(objectsDir: string, viewDir: string, packs: ViewPack[]): void {
   mkdirSync(join(viewDir, 'pack'), { recursive: true });
   mkdirSync(join(viewDir, 'info'), { recursive: true });
   for (const p of packs) {

@@ -1,5 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { GitError } from '../errors.js';
+import { shownPath, type FsPath } from './fs-path.js';
 
 /**
  * Opening files of a repository that anyone able to write it may have replaced: a FIFO would
@@ -46,10 +47,11 @@ export function readSmallFile(path: string, max: number, follow = false): SmallF
  * A descriptor for a regular file (links followed, as git's `add_packed_git` stats a pack), or a
  * GitError naming the file: never blocks on a FIFO swapped in after the directory was listed.
  */
-export function openRegular(path: string): number {
+export function openRegular(file: FsPath): number {
+  const path = shownPath(file);
   let fd: number;
   try {
-    fd = openSync(path, O_RDONLY | O_NONBLOCK);
+    fd = openSync(file, O_RDONLY | O_NONBLOCK);
   } catch (e) {
     throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
   }
@@ -64,7 +66,7 @@ export function openRegular(path: string): number {
 }
 
 /** The whole of a regular file (an `.idx`), read through `openRegular`. */
-export function readRegular(path: string): Buffer {
+export function readRegular(path: FsPath): Buffer {
   const fd = openRegular(path);
   try {
     const size = fstatSync(fd).size;

@@ -9,6 +9,7 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import { ContentSizeError, HashObjectError, ObjectHasher, objectHeaderBytes } from '../hash/hash-object.js';
 import { fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from './files.js';
 import { installPack, listPacks } from './packdir.js';
+import { withExt, type FsPath } from './fs-path.js';
 import { adjustSharedPerm } from './shared-perm.js';
 
 /**
@@ -53,7 +54,7 @@ function sourceSize(s: ContentSource): number {
 
 
 /** Is `id` listed in this `.idx`? Reads the fanout and the ids of one fanout bucket only. */
-export function idxHasObject(idxPath: string, id: Uint8Array, len: number): boolean {
+export function idxHasObject(idxPath: FsPath, id: Uint8Array, len: number): boolean {
   let fd: number;
   try {
     fd = openSync(idxPath, 'r');
@@ -108,7 +109,7 @@ function exists(path: string): boolean {
 }
 
 /** git's `freshen_file`: bump the mtime so that gc sees the object as new. */
-function freshenFile(path: string): boolean {
+function freshenFile(path: FsPath): boolean {
   try {
     const now = new Date();
     utimesSync(path, now, now);
@@ -122,7 +123,7 @@ function freshenFile(path: string): boolean {
 export function hasObject(t: ObjectWriteTarget, id: Uint8Array): boolean {
   const hex = toHex(id);
   for (const dir of [t.objectsDir, ...t.alternates]) {
-    for (const p of listPacks(dir)) if (idxHasObject(p.base + '.idx', id, t.algo.len)) return true;
+    for (const p of listPacks(dir)) if (idxHasObject(withExt(p.fsBase, '.idx'), id, t.algo.len)) return true;
   }
   for (const dir of [t.objectsDir, ...t.alternates]) if (exists(loosePathOf(dir, hex))) return true;
   return false;
@@ -137,8 +138,8 @@ export function freshenObject(t: ObjectWriteTarget, id: Uint8Array): boolean {
   let packed = false;
   search: for (const dir of [t.objectsDir, ...t.alternates]) {
     for (const p of listPacks(dir)) {
-      if (!idxHasObject(p.base + '.idx', id, t.algo.len)) continue;
-      packed = !p.cruft && freshenFile(p.base + '.pack');
+      if (!idxHasObject(withExt(p.fsBase, '.idx'), id, t.algo.len)) continue;
+      packed = !p.cruft && freshenFile(withExt(p.fsBase, '.pack'));
       break search;
     }
   }
