@@ -7,7 +7,7 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { PackIndex } from '../format/idx.js';
 import { fsyncDir, renameInto, unlinkIfExists, writeFileDurable } from './files.js';
 import { checkedIdx, exists, missingFrom, packsWith, PACK_NAME } from './journal-proof.js';
-import { deadHere, type RepoLock } from './lock.js';
+import { ownerGone, type RepoLock } from './lock.js';
 import { midxFiles, removePack, REMOVING_IDX } from './packdir.js';
 import { openRegular, readSmallFile } from './regular.js';
 import { adjustSharedPerm } from './shared-perm.js';
@@ -174,7 +174,7 @@ function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): { j: Jou
   const uid = getuid?.() ?? -1;
   if (j.host !== hostname()) return refuse(`written on host '${j.host}'`);
   if (j.uid !== uid || f.st.uid !== uid) return refuse(`written by uid ${j.uid} (file owned by ${f.st.uid}), not ${uid}`);
-  if (!deadHere(j.pid, j.host)) return refuse(`its run (pid ${j.pid}) is still running`);
+  if (!ownerGone(j)) return refuse(`its run (pid ${j.pid}) is still running`);
   const prev = lock.previous;
   if (prev !== undefined && (prev.pid !== j.pid || prev.nonce !== j.nonce)) {
     return refuse(`the lock we took over was left by pid ${prev.pid}, not by the run that wrote it (pid ${j.pid})`);
