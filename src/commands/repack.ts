@@ -309,14 +309,25 @@ class RepackRun {
     return new GitError('io', `${this.where.step}: ${e.message}${why}; ${this.where.state}`, { file: e.path, cause: e });
   }
 
-  /** Temporary files and directories go, the lock is released; errors here hide nothing. */
-  cleanup(): void {
+  /**
+   * Temporary files and directories go, the lock is let go; errors here hide nothing. True when
+   * the lock stays: a journal of this run is down, and the next run must take this lock over to
+   * act on it (store/journal.ts).
+   */
+  cleanup(): boolean {
     bestEffort(() => this.odb.close());
     for (const f of this.tmpFiles) bestEffort(() => unlinkIfExists(f));
     for (const c of this.checks) bestEffort(() => c.dest.abort());
     for (const d of this.scratchDirs) bestEffort(() => removeView(d));
-    this.lock?.release();
+    return this.lock?.release() ?? false;
   }
+}
+
+/** A failure that leaves the lock in place says so, and what lifts it. */
+function lockStays(e: unknown, lock: string): unknown {
+  if (!(e instanceof GitError)) return e;
+  const why = `${lock} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`;
+  return new GitError(e.code, `${e.message}\n${why}`, { file: e.file, offset: e.offset, objectId: e.objectId, detail: e.detail, cause: e.cause });
 }
 
 /**
@@ -326,11 +337,13 @@ class RepackRun {
  */
 export async function repack(repo: Repository, opts: RepackOptions): Promise<RepackResult> {
   const run = new RepackRun(repo, opts);
+  let result: RepackResult;
   try {
-    return await run.run();
+    result = await run.run();
   } catch (e) {
-    throw run.explain(e);
-  } finally {
-    run.cleanup();
+    const failure = run.explain(e);
+    throw run.cleanup() ? lockStays(failure, run.lock!.path) : failure;
   }
+  run.cleanup();
+  return result;
 }

@@ -7,7 +7,7 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { PackIndex } from '../format/idx.js';
 import { fsyncDir, renameInto, unlinkIfExists, writeFileDurable } from './files.js';
 import { checkedIdx, exists, missingFrom, packsWith, PACK_NAME } from './journal-proof.js';
-import { ownerGone, type RepoLock } from './lock.js';
+import type { RepoLock } from './lock.js';
 import { midxFiles, removePack, REMOVING_IDX } from './packdir.js';
 import { openRegular, readSmallFile } from './regular.js';
 import { adjustSharedPerm } from './shared-perm.js';
@@ -18,14 +18,16 @@ import { adjustSharedPerm } from './shared-perm.js';
  * failure and either finishes the removals or takes back a partial install. It lives in the
  * object directory like everything we write; git ignores files it does not know there.
  *
- * A journal is acted on only when it is tied to the run that wrote it: our format, this host, this
- * uid (in the journal and as the file's owner), a pid that is no longer running, the nonce of the
- * lock that run held when that lock is what we took over, and every pack it names with the
- * checksums it recorded. Anything else (a stale or foreign journal, a restored backup, a damaged
- * file) is reported and left alone. Even then an old pack goes only when every id of its `.idx`
- * is in a pack the journal names and that checked, or in a kept pack, and never one with `.keep`;
- * a `.pack` without `.idx` only with the index that proves it
- * (store/journal-proof.ts).
+ * A journal is acted on only by the run that took over the lock of the run that wrote it: our
+ * format, this host, this uid (in the journal and as the file's owner), and the pid, host and
+ * nonce of the stale lock this run took over (store/lock.ts; or that lock's `pending` nonce, when
+ * its run took over the writer's lock and was killed before adopting the journal). So a run that
+ * fails once its journal is down leaves its lock in place (`RepoLock.release`), and so does a
+ * signal. Anything else (a journal with no such lock, a copied or restored one, a damaged file)
+ * is reported, left alone, and the run stops before it changes anything. Even a tied journal
+ * removes an old pack only when every id of its `.idx` is in a pack the journal names and that
+ * checked, or in a kept pack, and never one with `.keep`; a `.pack` without `.idx` only with the
+ * index that proves it (store/journal-proof.ts).
  */
 export const JOURNAL = 'repack-ts.journal';
 const VERSION = 2;
@@ -102,6 +104,18 @@ export function removeJournal(objectsDir: string): void {
   unlinkIfExists(journalPath(objectsDir));
 }
 
+/** The nonce of the run the journal in `objectsDir` belongs to, whose lock must stay until the next run (store/lock.ts). */
+export function journalNonce(objectsDir: string): string | undefined {
+  const f = readSmallFile(journalPath(objectsDir), MAX_JOURNAL_BYTES);
+  if (f === undefined || 'why' in f) return undefined;
+  try {
+    const nonce = (JSON.parse(f.data.toString('utf8')) as Partial<Journal>).nonce;
+    return typeof nonce === 'string' && /^[0-9a-f]{32}$/.test(nonce) ? nonce : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Takes back the files of an install that did not finish: a `.pack`, `.rev` or `.promisor`
  * without its `.idx` is invisible to git, so removing it cannot lose an object.
@@ -174,11 +188,11 @@ function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): { j: Jou
   const uid = getuid?.() ?? -1;
   if (j.host !== hostname()) return refuse(`written on host '${j.host}'`);
   if (j.uid !== uid || f.st.uid !== uid) return refuse(`written by uid ${j.uid} (file owned by ${f.st.uid}), not ${uid}`);
-  if (!ownerGone(j)) return refuse(`its run (pid ${j.pid}) is still running`);
   const prev = lock.previous;
-  if (prev !== undefined && (prev.pid !== j.pid || prev.nonce !== j.nonce)) {
-    return refuse(`the lock we took over was left by pid ${prev.pid}, not by the run that wrote it (pid ${j.pid})`);
-  }
+  if (prev === undefined) return refuse(`its run (pid ${j.pid}) left no lock for this run to take over (a copied or restored journal?)`);
+  // The lock of the run that wrote it, or of a run that took that lock over and was killed before it adopted the journal.
+  const tied = prev.host === j.host && ((prev.pid === j.pid && prev.nonce === j.nonce) || prev.pending === j.nonce);
+  if (!tied) return refuse(`the lock this run took over was another run's (pid ${prev.pid}), not the lock of the run that wrote it (pid ${j.pid})`);
   return { j, mtimeMs: f.st.mtimeMs };
 }
 

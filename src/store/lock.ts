@@ -4,13 +4,14 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { GitError } from '../errors.js';
 import { fault, pidAlive, renameInto, tmpPath, unlinkIfExists } from './files.js';
+import { journalNonce } from './journal.js';
 import { readSmallFile } from './regular.js';
 import { adjustSharedPerm } from './shared-perm.js';
 
 const MARK = 'git-repack-ts';
 const LOCK = 'maintenance.lock';
-/** Our line in a lock or a takeover marker; older builds wrote no nonce. */
-const OWNER_LINE = new RegExp(`^${MARK} (\\d+) (\\S+)(?: ([0-9a-f]{32}))?\n`);
+/** Our line in a lock or a takeover marker: pid, host, nonce, the journal taken over with it; older builds wrote no nonce. */
+const OWNER_LINE = new RegExp(`^${MARK} (\\d+) (\\S+)(?: ([0-9a-f]{32})(?: ([0-9a-f]{32}))?)?\n`);
 /** `maintenance.lock.<key>`: the marker of a takeover of the lock (or of a marker) whose key it is. */
 const MARKER = /^maintenance\.lock\.[0-9a-f]{32}$/;
 /** Takeovers a takeover may have to take over in turn, each left by a contender killed in the act. */
@@ -27,6 +28,11 @@ export interface LockOwner {
   host: string;
   /** Random, per run: ties the run's journal to the lock it held (store/journal.ts); '' in a lock of an older build. */
   nonce: string;
+  /**
+   * The nonce of the journal this run found tied to the lock it took over, until it adopts it: a
+   * kill before the adoption leaves the journal tied to this run's lock all the same.
+   */
+  pending?: string | undefined;
 }
 
 export interface RepoLock {
@@ -35,8 +41,11 @@ export interface RepoLock {
   owner: LockOwner;
   /** The killed run of ours whose lock this one took over, if any. */
   previous: LockOwner | undefined;
-  /** Removes the lock if it still holds our line. */
-  release(): void;
+  /**
+   * Lets the lock go, unless the install journal needs it (`letGo`): returns true when a lock
+   * stays in place for the next run.
+   */
+  release(): boolean;
 }
 
 /**
@@ -111,7 +120,7 @@ interface Gone {
 }
 
 function lineOf(o: LockOwner): string {
-  return `${MARK} ${o.pid} ${o.host} ${o.nonce}\n`;
+  return `${MARK} ${o.pid} ${o.host} ${o.nonce}${o.pending === undefined ? '' : ` ${o.pending}`}\n`;
 }
 
 /** Creates `path` holding our line; false when it exists. */
@@ -135,7 +144,7 @@ function readGone(path: string): Gone | 'busy' | undefined {
   if (r === undefined) return undefined;
   const m = 'why' in r ? null : OWNER_LINE.exec(r.data.toString('latin1'));
   if (m === null || 'why' in r) return 'busy';
-  const owner = { pid: Number(m[1]), host: m[2]!, nonce: m[3] ?? '' };
+  const owner = { pid: Number(m[1]), host: m[2]!, nonce: m[3] ?? '', pending: m[4] };
   if (!ownerGone(owner)) return 'busy';
   // An older lock has no nonce: its bytes name its takeover instead.
   const key = owner.nonce || createHash('sha256').update(r.data).digest('hex').slice(0, 32);
@@ -210,10 +219,20 @@ function sweepMarkers(dir: string): void {
   }
 }
 
-/** Removes the lock if it still holds our line: one taken over from us (a pid we cannot see) is not ours. */
-function letGo(ctx: Ctx): void {
+/**
+ * Lets the lock go, unless the install journal needs it (store/journal.ts acts on a journal only
+ * for the run whose lock it took over): a journal of this run, or the one it took over with the
+ * lock and has not adopted yet (a run that does not recover journals, or a recovery that failed
+ * first), keeps this lock in place for the next run to take over and finish. Only a lock still
+ * holding our line is touched. True when a lock stays.
+ */
+function letGo(ctx: Ctx, owner: LockOwner): boolean {
   const now = readSmallFile(ctx.lock, SMALL_FILE);
-  if (now !== undefined && !('why' in now) && now.data.equals(Buffer.from(ctx.line))) unlinkIfExists(ctx.lock);
+  if (now === undefined || 'why' in now || !now.data.equals(Buffer.from(ctx.line))) return false;
+  const tie = journalNonce(ctx.dir);
+  if (tie !== undefined && (tie === owner.nonce || tie === owner.pending)) return true;
+  unlinkIfExists(ctx.lock);
+  return false;
 }
 
 /**
@@ -232,6 +251,9 @@ export function acquireRepackLock(commonDir: string, objectsDir: string, shared 
     const stale = readGone(path);
     if (stale === undefined && attempt < 2) continue; // released meanwhile
     if (stale === undefined || stale === 'busy') throw busy(path);
+    // The journal tied to the lock we take over stays tied to ours until we adopt it.
+    const tie = journalNonce(objectsDir);
+    if (tie !== undefined && (tie === stale.owner.nonce || tie === stale.owner.pending)) ctx.line = lineOf(Object.assign(owner, { pending: tie }));
     takeOver(path, stale, ctx, 0);
     previous = stale.owner;
     break;
@@ -240,15 +262,22 @@ export function acquireRepackLock(commonDir: string, objectsDir: string, shared 
   fault('phase:locked', path);
   sweepMarkers(objectsDir);
   let released = false;
+  let stays = false;
   return {
     path,
     owner,
     previous,
     release: () => {
-      if (released) return;
+      if (released) return stays;
       released = true;
       heldHere.delete(owner.nonce);
-      bestEffort(() => letGo(ctx));
+      try {
+        stays = letGo(ctx, owner);
+      } catch {
+        // the lock stays, as after a kill: the next run takes it over
+        stays = true;
+      }
+      return stays;
     },
   };
 }
