@@ -55,7 +55,7 @@ export interface RepoLock {
 const heldHere = new Set<string>();
 
 /** Is the run `o` names gone for good: dead or a zombie on this host, or a run of this process that is over? */
-export function ownerGone(o: LockOwner): boolean {
+function ownerGone(o: LockOwner): boolean {
   if (o.host !== hostname()) return false;
   return o.pid === process.pid ? !heldHere.has(o.nonce) : !pidAlive(o.pid);
 }
@@ -175,11 +175,11 @@ function replaceWith(target: string, ctx: Ctx): void {
 /**
  * Puts our line in place of `target` (the lock, or a marker guarding one), which names the gone
  * run `stale`. Reading a stale lock, then replacing it, is not atomic: two runs that read it
- * together would both replace it (both held the lock in 3 of 30 tries, issue 30). So only the
- * contender that creates `maintenance.lock.<key>` (a link: EEXIST for every other, who refuses as
- * if the lock were live) may replace it, and under that marker it checks that `target` still holds
- * the bytes it read: a contender that gets the marker after the winner removed it finds the
- * winner's line there and refuses too.
+ * together would both replace it (both held the lock in 3 of 30 tries, issue 30). So, as git's
+ * `lock_repo_for_gc` rewrites gc.pid only under `gc.pid.lock`, only the contender that creates
+ * `maintenance.lock.<key>` (a link: EEXIST for every other, who refuses as if the lock were live)
+ * may replace it, and under that marker it checks that `target` still holds the bytes it read: a
+ * contender that gets the marker after the winner removed it finds the winner's line and refuses.
  */
 function takeOver(target: string, stale: Gone, ctx: Ctx, depth: number): void {
   const marker = `${ctx.lock}.${stale.key}`;
