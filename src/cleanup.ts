@@ -6,13 +6,13 @@ import { rmSync } from 'node:fs';
  * Lower layers register paths here; cli/ installs the handlers (src/cli/signals.ts), removes what
  * is registered and re-raises the signal. A run that ends normally removes its own files.
  * The install journal is never registered: once written, the next run needs it to finish or roll
- * back the install.
+ * back the install, and the lock it is tied to with it (`guardLock`).
  */
-const registered = new Set<string>();
+const registered = new Map<string, (() => unknown) | undefined>();
 
 /** Removes `path` (file or directory) if the process is killed by a signal; returns it. */
 export function removeOnSignal<T extends string>(path: T): T {
-  registered.add(path);
+  registered.set(path, undefined);
   return path;
 }
 
@@ -21,14 +21,17 @@ export function forgetOnSignal(path: string): void {
   registered.delete(path);
 }
 
-/** A lock that is removed on a signal while held, like git's `lock_file`. */
-export function guardLock<L extends { path: string; release(): void }>(lock: L): L {
-  removeOnSignal(lock.path);
+/**
+ * A lock that is let go on a signal while held, like git's `lock_file`: by its own `release`,
+ * which leaves it in place while an install journal needs it (store/lock.ts `letGo`).
+ */
+export function guardLock<L extends { path: string; release(): boolean }>(lock: L): L {
   const release = lock.release.bind(lock);
   lock.release = () => {
     forgetOnSignal(lock.path);
-    release();
+    return release();
   };
+  registered.set(lock.path, () => lock.release());
   return lock;
 }
 
@@ -83,7 +86,7 @@ export function killOnSignal<C extends { kill(signal?: NodeJS.Signals): boolean;
 
 /**
  * Kills the registered children, then removes everything registered, newest first (the lock,
- * taken first, goes last). Best effort.
+ * taken first, is let go last). Best effort.
  */
 export function removeRegisteredPaths(): void {
   for (const c of children) {
@@ -94,9 +97,10 @@ export function removeRegisteredPaths(): void {
     }
   }
   children.clear();
-  for (const p of [...registered].reverse()) {
+  for (const [p, letGo] of [...registered].reverse()) {
     try {
-      rmSync(p, { recursive: true, force: true });
+      if (letGo !== undefined) letGo();
+      else rmSync(p, { recursive: true, force: true });
     } catch {
       // as git's remove_tempfiles_on_signal: nothing more can be done from here
     }

@@ -122,11 +122,11 @@ describe('hostile repositories', () => {
     expect(packsOf(sb.repo)).toEqual([a, b].sort());
     expect(fs.existsSync(journalFile(sb.repo))).toBe(true);
     expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
-    // Forged as ours from another host, another uid, or a run still alive (the test runner): refused.
+    // Forged as ours from another host, another uid, or with no lock of its run left: refused.
     for (const [fields, why] of [
       [{ host: 'elsewhere' }, /written on host 'elsewhere'/],
       [{ uid: uid + 1 }, /written by uid/],
-      [{ pid: process.pid }, /is still running/],
+      [{ pid: process.pid }, /its run \(pid \d+\) left no lock for this run to take over/],
     ] as const) {
       fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b], ...fields }));
       const f = runTool(sb.repo);
@@ -134,9 +134,11 @@ describe('hostile repositories', () => {
       expect(f.stderr).toMatch(why);
       expect(packsOf(sb.repo)).toEqual([a, b].sort());
     }
-    // Tied to a dead run of ours, but the packs it would remove are in no installed or kept
-    // pack: each is left alone with a warning (the .keep one never removed), and the run goes on.
+    // Tied to a dead run of ours (its lock is there to take over), but the packs it would remove
+    // are in no installed or kept pack: each is left alone with a warning (the .keep one never
+    // removed), and the run goes on.
     fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b] }));
+    fs.writeFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), `git-repack-ts 999999999 ${hostname()} ${'ab'.repeat(16)}\n`);
     const t = runTool(sb.repo);
     expect(t.status, t.stderr).toBe(0);
     expect(t.stderr).toContain(`${a}.pack: `);

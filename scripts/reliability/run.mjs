@@ -3,12 +3,13 @@
 // test files as the suite, with REPACK_TS_RELIABILITY=long: SIGKILL at every fault point of six
 // fixtures and at many random moments, ENOSPC/EIO at every write of four, a real full tmpfs, the
 // whole hostile corpus in-process and through the CLI (peak RSS and time measured), tens of
-// thousands of fuzz cases, concurrency at every moment. It runs against a snapshot of the build
+// thousands of fuzz cases, concurrency at every moment, forged and restored journals and many
+// runs taking over one stale lock together. It runs against a snapshot of the build
 // (a rebuild meanwhile changes nothing), prints the figures and, with --write, puts them in
 // docs/reliability.md between the figures markers.
 //
 //   npm run reliability                       everything (8 to 16 minutes on 2 cores)
-//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env
+//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env, journal
 //   npm run reliability -- --write            and update docs/reliability.md
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,6 +25,7 @@ const GROUPS = {
   env: ['test/reliability-env.test.ts'],
   hostile: ['test/hostile.test.ts'],
   fuzz: ['test/fuzz.test.ts'],
+  journal: ['test/reliability-journal.test.ts'],
 };
 
 const args = process.argv.slice(2);
@@ -74,6 +76,7 @@ const sum = (xs) => xs.reduce((a, x) => ({ tried: a.tried + x.tried, held: a.hel
 const kills = sum(group(/kills/));
 const damaged = sum(group(/^damaged inputs/));
 const fuzzed = sum(group(/^fuzz cases/));
+const journal = sum(group(/journal|lock takeover|takeover markers|\.idx and its \.pack/));
 const version = (cmd, a) => (spawnSync(cmd, a, { encoding: 'utf8' }).stdout || '').trim();
 
 const lines = [];
@@ -84,6 +87,7 @@ lines.push('|---|---|---|');
 lines.push(`| kills survived / kills tried (fault points and random moments) | ${kills.tried} | ${kills.held} |`);
 lines.push(`| damaged inputs handled cleanly / tried (in-process and CLI runs) | ${damaged.tried} | ${damaged.held} |`);
 lines.push(`| fuzz cases without a finding / run | ${fuzzed.tried} | ${fuzzed.held} |`);
+lines.push(`| journal and lock cases held / tried (forged journals, lock takeovers) | ${journal.tried} | ${journal.held} |`);
 lines.push('');
 lines.push('| figure | tried | held | notes |');
 lines.push('|---|---|---|---|');

@@ -245,11 +245,11 @@ class RepackRun {
         sel.retained.push(p);
         continue;
       }
-      // Our journal records (and its recovery proves) a pack by its name `pack-<checksum>`: any other
+      // Our journal records (and its recovery proves) a pack by its name `pack-<checksum>` (or git's `loose-<checksum>`): any other
       // stays, and is no kept pack either (a killed `git repack`'s `.tmp-*` pack is the user's to delete).
       if (!p.canonical) {
         odd.push(p);
-        this.warn(`${p.base}.pack: not named pack-<checksum>; left as it is; nothing the rewrite removes relies on it`);
+        this.warn(`${p.base}.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it`);
         continue;
       }
       const id = state.length > 0 ? identify(p.base, repo.algo) : undefined;
@@ -455,14 +455,25 @@ class RepackRun {
     return new GitError('io', `${this.where.step}: ${e.message}${why}; ${this.where.state}`, { file: e.path, cause: e });
   }
 
-  /** Temporary files and directories go, the lock is released; errors here hide nothing. */
-  cleanup(): void {
+  /**
+   * Temporary files and directories go, the lock is let go; errors here hide nothing. True when
+   * the lock stays: a journal of this run is down, and the next run must take this lock over to
+   * act on it (store/journal.ts).
+   */
+  cleanup(): boolean {
     bestEffort(() => this.odb.close());
     for (const f of this.tmpFiles) bestEffort(() => unlinkIfExists(f));
     for (const c of this.checks) bestEffort(() => c.dest.abort());
     for (const d of this.scratchDirs) bestEffort(() => removeView(d));
-    this.lock?.release();
+    return this.lock?.release() ?? false;
   }
+}
+
+/** A failure that leaves the lock in place says so, and what lifts it. */
+function lockStays(e: unknown, lock: string): unknown {
+  if (!(e instanceof GitError)) return e;
+  const why = `${lock} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`;
+  return new GitError(e.code, `${e.message}\n${why}`, { file: e.file, offset: e.offset, objectId: e.objectId, detail: e.detail, cause: e.cause });
 }
 
 /**
@@ -484,14 +495,15 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
     if (auto === undefined || !(e instanceof GitError) || e.code !== 'locked') throw e;
     return { ...emptyResult(opts), auto: { ...auto, run: false, reason: e.message.split('\n')[0]! } };
   }
+  let result: RepackResult;
   try {
-    const r = await run.run();
-    return auto === undefined ? r : { ...r, auto };
+    result = await run.run();
   } catch (e) {
-    throw run.explain(e);
-  } finally {
-    run.cleanup();
+    const failure = run.explain(e);
+    throw run.cleanup() ? lockStays(failure, run.lock!.path) : failure;
   }
+  run.cleanup();
+  return auto === undefined ? result : { ...result, auto };
 }
 
 /** This run's targets as store/proven.ts records them. */

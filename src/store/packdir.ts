@@ -13,7 +13,7 @@ export interface PackInfo {
   /** The same path as the file system names it: `base`, or its bytes when the name is not valid UTF-8. */
   fsBase: FsPath;
   name: string;
-  /** Named `pack-<hash>`, as git names the packs it writes: the only packs the rewrite removes (see `isPackName`). */
+  /** Named `pack-<hash>` or `loose-<hash>`, as git names the packs it writes: the only packs the rewrite removes (see `isPackName`). */
   canonical: boolean;
   keep: boolean;
   promisor: boolean;
@@ -24,9 +24,15 @@ export interface PackInfo {
   mtimeMs: number;
 }
 
-/** `pack-<hash>`: the name git gives a pack it writes (and the one our journal records). */
+/**
+ * `pack-<hash>`, or `loose-<hash>` (git maintenance's loose-objects task, gc.c `pack_loose`): the
+ * names git gives the packs it writes, `<hash>` the pack's trailer; the only names our journal
+ * records, and proves a pack by (the trailer must be the name's hash).
+ */
+export const PACK_NAME = /^(?:pack|loose)-([0-9a-f]{40}|[0-9a-f]{64})$/;
+
 export function isPackName(name: string): boolean {
-  return /^pack-(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(name);
+  return PACK_NAME.test(name);
 }
 
 /**
@@ -107,14 +113,30 @@ export function installPack(
   return base;
 }
 
+/** What a pack's `.idx` becomes while `removePack` removes the pack (store/journal-proof.ts). */
+export const REMOVING_IDX = '.idx.removing';
+
 /**
  * Removes a pack and what belongs to it, `.idx` first so that git stops seeing the pack before
- * its data goes (git's `unlink_pack_path`). `.keep` is never ours to remove.
+ * its data goes (git's `unlink_pack_path` since 0dd1324a73, 2023: 2.39's `.pack` first can leave
+ * an `.idx` without its `.pack`, which a later `git repack` fails on). The `.idx` is renamed
+ * aside, not unlinked, until the rest is gone: a kill in between leaves the next run the index
+ * that proves what the `.pack` holds, never an idx-less pack to guess about. `.keep` is never ours.
  */
 export function removePack(base: string): boolean {
-  let any = false;
-  for (const ext of ['.idx', '.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) if (unlinkIfExists(base + ext)) any = true;
-  return any;
+  let any = renameIfExists(base + '.idx', base + REMOVING_IDX);
+  for (const ext of ['.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) if (unlinkIfExists(base + ext)) any = true;
+  return unlinkIfExists(base + REMOVING_IDX) || any;
+}
+
+function renameIfExists(from: string, to: string): boolean {
+  try {
+    renameInto(from, to);
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw e;
+  }
 }
 
 /** The multi-pack-index and the files that belong to it. */

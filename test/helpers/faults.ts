@@ -108,7 +108,7 @@ export async function killAfter(args: string[], cwd: string, delayMs: number): P
 }
 
 /** Process state letter from /proc (`T` when stopped), or undefined once it is gone. */
-function procState(pid: number): string | undefined {
+export function procState(pid: number): string | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
@@ -158,13 +158,16 @@ export function objectsDirOf(repo: string): string {
   return path.resolve(repo, gitOk(['rev-parse', '--git-path', 'objects'], { cwd: repo }).trim());
 }
 
-/** What our runs may leave behind and a finished run must not: temporary files, journal, lock. */
+/**
+ * What our runs may leave behind and a finished run must not: temporary files, journal, lock, the
+ * lock's takeover markers (`maintenance.lock.<key>`), an index renamed aside by a removal.
+ */
 export function leftovers(repo: string): string[] {
   const objects = objectsDirOf(repo);
   const out: string[] = [];
   for (const dir of [objects, path.join(objects, 'pack')]) {
     for (const n of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-      if (/^tmp_.*rts/.test(n) || n.startsWith('repack-ts.journal') || n === 'maintenance.lock') out.push(path.relative(objects, path.join(dir, n)));
+      if (/^tmp_.*rts/.test(n) || n.startsWith('repack-ts.journal') || n.startsWith('maintenance.lock') || n.endsWith('.idx.removing')) out.push(path.relative(objects, path.join(dir, n)));
     }
   }
   // The journal's first home, in case an old build left one.
