@@ -17,6 +17,7 @@ import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
+import { provePackedCopy, type CopyProof } from '../repack/duplicates.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
@@ -88,6 +89,7 @@ interface Sources {
   opened: Map<string, Pack>;
   /** Is an object in a retained pack (then it is not written again)? */
   excluded: (id: Uint8Array, pos: number) => boolean;
+  proveExcluded: (id: Uint8Array, pos: number) => CopyProof;
   looseIds: Buffer[];
   /** Write a `.rev` (pack.writeReverseIndex, or an old pack had one). */
   writeRev: boolean;
@@ -196,10 +198,18 @@ class RepackRun {
     for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
     const retainedPacks = retained.map((p) => opened.get(p.base)!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
+    // The copy that stays must hash to its id before the rewritten one goes (issue 30).
+    const proveExcluded = (id: Uint8Array, pos: number): CopyProof => {
+      for (const p of retainedPacks) {
+        const j = p.idx.find(id, pos);
+        if (j >= 0) return provePackedCopy(p, j, this.odb, repo.algo);
+      }
+      throw new GitError('internal', `excluded object ${toHex(id, pos, repo.algo.len)} is in no retained pack`);
+    };
     const looseIds = listLoose(repo.objectsDir, repo.algo);
     fault('phase:listed');
     const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
-    return { parts, retainedPacks, opened, excluded, looseIds, writeRev };
+    return { parts, retainedPacks, opened, excluded, proveExcluded, looseIds, writeRev };
   }
 
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
@@ -227,6 +237,7 @@ class RepackRun {
           autoRule: opts.autoRule,
           odb: this.odb,
           excluded: src.excluded,
+          proveExcluded: src.proveExcluded,
           dryRun: opts.dryRun,
           tmp,
           writeRev: src.writeRev,

@@ -1,0 +1,103 @@
+/**
+ * Issue 30: the rewrite never keeps an unproven copy of an id two sources hold. The hostile
+ * files are built by hand (helpers/forge.ts) or with git; what the repository holds before and
+ * after is git's word.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { fsckStrict, gitOk, listPacks, objectSet } from './helpers/git.js';
+import { OBJ, copyOp, delta, fakeId, forge, insertOp, objectId } from './helpers/forge.js';
+import { tool } from './helpers/tool.js';
+import { repoState } from './helpers/repo-state.js';
+
+function tmpDir(): string {
+  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-zsafe-'));
+  return d;
+}
+
+const catBlob = (repo: string, id: string): string => gitOk(['cat-file', '-p', id], { cwd: repo });
+
+/** Installs a hand-made pack into `repo`, newer than every pack there (so it is listed first). */
+function installForged(repo: string, f: { pack: Buffer; idx: Buffer; name: string }, ageSeconds = -60): string {
+  const dir = path.join(gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim(), 'objects', 'pack');
+  const base = path.join(dir, f.name);
+  fs.writeFileSync(base + '.pack', f.pack);
+  fs.writeFileSync(base + '.idx', f.idx);
+  const t = Date.now() / 1000 - ageSeconds;
+  for (const e of ['.pack', '.idx']) fs.utimesSync(base + e, t, t);
+  return base;
+}
+
+describe('the rewrite keeps only a copy it has proven when two sources hold the same id', () => {
+  it('a forged copy in the newest pack, the genuine one in an older pack: the genuine content survives, a delta on the forged copy is kept whole', () => {
+    const repo = useFixtureCopy('basic');
+    const id = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
+    const genuine = catBlob(repo, id);
+    const before = repoState(repo);
+    // The forged copy, and a new object stored as a delta against it (it hashes right only there).
+    const forged = Buffer.from('forged content, long enough for a delta to copy from\n');
+    const result = Buffer.concat([forged.subarray(0, 30), Buffer.from('and its own tail\n')]);
+    const dependent = objectId(OBJ.blob, result, 'sha1');
+    const f = forge(
+      [
+        { type: OBJ.blob, data: forged },
+        { type: OBJ.ofs, data: delta(forged.length, result.length, [copyOp(0, 30), insertOp(Buffer.from('and its own tail\n'))]), ofsBase: 0 },
+      ],
+      [Buffer.from(id, 'hex'), dependent],
+      'sha1',
+    );
+    installForged(repo, f);
+    expect(catBlob(repo, id)).not.toBe(genuine); // git reads the forged copy first
+    const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
+    expect(r.status, r.stderr).toBe(0);
+    expect(catBlob(repo, id)).toBe(genuine);
+    expect(gitOk(['cat-file', '-p', dependent.toString('hex')], { cwd: repo })).toBe(result.toString());
+    expect(objectSet(repo)).toEqual([...before.objects, `${dependent.toString('hex')} blob ${result.length}`].sort());
+    expect(fsckStrict(repo).status).toBe(0);
+    for (const p of listPacks(repo)) gitOk(['verify-pack', p], { cwd: repo }); // every object hashed by git
+  });
+
+  it('every copy forged: fatal 128 naming each file and offset, the repository unchanged', () => {
+    const repo = useFixtureCopy('basic');
+    const id = fakeId('held twice', 'sha1');
+    const a = forge([{ type: OBJ.blob, data: Buffer.from('one lie\n') }], [id], 'sha1');
+    const b = forge([{ type: OBJ.blob, data: Buffer.from('another lie\n') }], [id], 'sha1');
+    installForged(repo, a, -60);
+    installForged(repo, b, -30);
+    const before = repoState(repo);
+    const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
+    expect(r.status, r.stderr).toBe(128);
+    expect(r.stderr).toMatch(
+      new RegExp(`^fatal: object ${id.toString('hex')}: no copy of it hashes to its id \\(.*${a.name}\\.pack at offset 12 hashes to [0-9a-f]{40}; .*${b.name}\\.pack at offset 12 hashes to [0-9a-f]{40}\\); nothing was changed\n$`),
+    );
+    expect(repoState(repo)).toEqual(before);
+  });
+
+  it('the copy in a kept pack is forged: the genuine copy is packed anew rather than dropped', () => {
+    const repo = useFixtureCopy('basic');
+    const id = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
+    const genuine = catBlob(repo, id);
+    const kept = installForged(repo, forge([{ type: OBJ.blob, data: Buffer.from('kept lie\n') }], [Buffer.from(id, 'hex')], 'sha1'));
+    fs.writeFileSync(kept + '.keep', '');
+    const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
+    expect(r.status, r.stderr).toBe(0);
+    const fresh = listPacks(repo).filter((p) => !p.startsWith(kept));
+    expect(fresh).toHaveLength(1);
+    gitOk(['verify-pack', fresh[0]!], { cwd: repo }); // git hashes every object of the new pack
+    const ids = gitOk(['show-index'], { cwd: repo, input: fs.readFileSync(fresh[0]!.replace(/\.pack$/, '.idx')) });
+    expect(ids).toContain(` ${id} `);
+    // Through the new pack alone, git reads the genuine content.
+    const solo = tmpDir();
+    try {
+      gitOk(['init', '-q', '--bare', solo]);
+      for (const e of ['.pack', '.idx']) fs.copyFileSync(fresh[0]!.replace(/\.pack$/, e), path.join(solo, 'objects', 'pack', path.basename(fresh[0]!).replace(/\.pack$/, e)));
+      expect(catBlob(solo, id)).toBe(genuine);
+    } finally {
+      fs.rmSync(solo, { recursive: true, force: true });
+    }
+  });
+});
+
