@@ -1,7 +1,8 @@
 /**
- * Issue 30: the rewrite never keeps an unproven copy of an id two sources hold. The hostile
- * files are built by hand (helpers/forge.ts) or with git; what the repository holds before and
- * after is git's word.
+ * Issue 30, the zstd paths: a zstd pack is untrusted input. Every object it brings is hashed
+ * before anything is installed, whatever the fsck mode; the rewrite never keeps an unproven copy
+ * of an id two sources hold. The hostile files are built by hand (helpers/zpack-forge.ts,
+ * helpers/forge.ts) or with git; what the repository holds before and after is git's word.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -10,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { fsckStrict, gitOk, listPacks, objectSet } from './helpers/git.js';
 import { OBJ, copyOp, delta, fakeId, forge, insertOp, objectId } from './helpers/forge.js';
+import { forgeZpack } from './helpers/zpack-forge.js';
 import { tool } from './helpers/tool.js';
 import { repoState } from './helpers/repo-state.js';
 
@@ -19,6 +21,64 @@ function tmpDir(): string {
 }
 
 const catBlob = (repo: string, id: string): string => gitOk(['cat-file', '-p', id], { cwd: repo });
+
+describe('zstd-import hashes every object it installs, whatever the fsck mode', () => {
+  it('a zpack claiming the id of an existing blob with other content: fatal 128, nothing installed (each fsck mode)', () => {
+    const repo = useFixtureCopy('basic');
+    const dir = tmpDir();
+    try {
+      const id = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
+      const genuine = catBlob(repo, id);
+      const file = path.join(dir, 'forged.zpack');
+      const forged = Buffer.from('forged content\n');
+      fs.writeFileSync(file, forgeZpack([{ type: OBJ.blob, data: forged, id: Buffer.from(id, 'hex') }], 'sha1'));
+      const before = repoState(repo);
+      for (const mode of ['--no-fsck', '--fsck=connectivity', '--fsck=full']) {
+        const r = tool(['zstd-import', mode, file], { cwd: repo });
+        expect(r.status, `${mode}: ${r.stderr}`).toBe(128);
+        expect(r.stderr).toMatch(/^fatal: /);
+        expect(r.stderr).toContain(id);
+        expect(r.stdout).toBe('');
+        expect(repoState(repo)).toEqual(before);
+        expect(catBlob(repo, id)).toBe(genuine);
+      }
+      // Ours names the zpack and the entry's offset there (git fsck's message is git's).
+      const r = tool(['zstd-import', '--no-fsck', file], { cwd: repo });
+      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file.replace(/[.]/g, '\\.')}: object ${id} at offset \\d+ hashes to ${objectId(OBJ.blob, forged, 'sha1').toString('hex')}; nothing was installed\n$`));
+      expect(fsckStrict(repo).status).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a delta whose result is not its id (its base genuine and new): fatal 128 under --no-fsck, nothing installed', () => {
+    const repo = useFixtureCopy('basic');
+    const dir = tmpDir();
+    try {
+      const target = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
+      const base = Buffer.from('a base blob that no repository has yet, long enough to copy from\n');
+      const ops = [copyOp(0, 20), insertOp(Buffer.from('and then something else\n'))];
+      const file = path.join(dir, 'delta.zpack');
+      fs.writeFileSync(
+        file,
+        forgeZpack(
+          [
+            { type: OBJ.blob, data: base },
+            { type: OBJ.ofs, data: delta(base.length, 20 + 24, ops), ofsBase: 0, id: Buffer.from(target, 'hex') },
+          ],
+          'sha1',
+        ),
+      );
+      const before = repoState(repo);
+      const r = tool(['zstd-import', '--no-fsck', file], { cwd: repo });
+      expect(r.status, r.stderr).toBe(128);
+      expect(r.stderr).toMatch(new RegExp(`^fatal: .*delta\\.zpack: object ${target} at offset \\d+ hashes to [0-9a-f]{40}; nothing was installed\n$`));
+      expect(repoState(repo)).toEqual(before);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
 
 /** Installs a hand-made pack into `repo`, newer than every pack there (so it is listed first). */
 function installForged(repo: string, f: { pack: Buffer; idx: Buffer; name: string }, ageSeconds = -60): string {
@@ -100,4 +160,3 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     }
   });
 });
-
