@@ -160,3 +160,48 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     }
   });
 });
+
+describe('--zstd -o never writes into an object directory or a git directory, links resolved first', () => {
+  it('through a link into objects/pack, into another repository, onto its config: refused (129), nothing changed; a link as the file itself is replaced, not followed', () => {
+    const repo = useFixtureCopy('basic');
+    const other = useFixtureCopy('multi-pack');
+    const dir = tmpDir();
+    try {
+      const gitDir = gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim();
+      const otherGit = gitOk(['rev-parse', '--absolute-git-dir'], { cwd: other }).trim();
+      fs.symlinkSync(path.join(gitDir, 'objects', 'pack'), path.join(dir, 'into-pack'));
+      fs.symlinkSync(path.join(otherGit, 'objects'), path.join(dir, 'into-other'));
+      fs.symlinkSync(otherGit, path.join(dir, 'other-git'));
+      const live = path.basename(listPacks(repo)[0]!);
+      const otherPack = path.basename(listPacks(other)[0]!);
+      const before = repoState(repo);
+      const otherBefore = repoState(other);
+      const bytes = fs.readFileSync(path.join(gitDir, 'objects', 'pack', live));
+      for (const [target, why] of [
+        [path.join(dir, 'into-pack', live), `inside the object directory`],
+        [path.join(dir, 'into-other', 'pack', otherPack), `inside an object directory \\(${otherGit}/objects\\)`],
+        [path.join(dir, 'into-other', 'x.zpack'), `inside an object directory \\(${otherGit}/objects\\)`],
+        [path.join(dir, 'other-git', 'config'), `inside a git directory \\(${otherGit}\\)`],
+        [path.join(gitDir, 'x.zpack'), `inside a git directory \\(${gitDir}\\)`],
+      ] as const) {
+        const r = tool(['--zstd', '-o', target, '--dict-trainer=js'], { cwd: repo });
+        expect(r.status, `${target}: ${r.stderr}`).toBe(129);
+        expect(r.stderr).toMatch(new RegExp(`^error: a zstd pack must not be written ${why}`));
+      }
+      expect(fs.readFileSync(path.join(gitDir, 'objects', 'pack', live)).equals(bytes)).toBe(true);
+      expect(repoState(repo)).toEqual(before);
+      expect(repoState(other)).toEqual(otherBefore);
+      expect(gitOk(['log', '--oneline', '-1'], { cwd: repo })).not.toBe('');
+      // A link as the file's own name: the zpack replaces the link, the pack it pointed at stays.
+      const named = path.join(dir, 'named.zpack');
+      fs.symlinkSync(path.join(gitDir, 'objects', 'pack', live), named);
+      const ok = tool(['-q', '--zstd', '-o', named, '--dict-trainer=js'], { cwd: repo });
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(fs.lstatSync(named).isSymbolicLink()).toBe(false);
+      expect(fs.readFileSync(path.join(gitDir, 'objects', 'pack', live)).equals(bytes)).toBe(true);
+      expect(fsckStrict(repo).status).toBe(0);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,7 +1,8 @@
 import { listRefs } from '../store/refs.js';
 import { forcedThreads } from '../repack/pool.js';
 import { existsSync, renameSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
+import { outsideRepositories } from '../store/outside.js';
 import { GitError, corrupt } from '../errors.js';
 import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
@@ -110,9 +111,8 @@ function sampleOf(p: Pack, j: number, realType: number): Buffer {
 export async function exportZpack(repo: Repository, opts: ExportOptions): Promise<ExportResult> {
   const why = zstdUnavailable();
   if (why !== undefined) throw new GitError('unsupported', why);
-  const out = resolve(opts.out);
-  const rel = relative(resolve(repo.objectsDir), out);
-  if (!rel.startsWith('..') && rel !== '') throw new GitError('usage', `a zstd pack must not be written inside the object directory (${repo.objectsDir})`);
+  // Links resolved first: the directory as typed may lead into objects/pack (issue 30).
+  const out = outsideRepositories(opts.out, [repo.objectsDir, ...repo.alternates]);
   if (existsSync(out) && statSync(out).isDirectory()) throw new GitError('usage', `${opts.out} is a directory`);
   const algo = repo.algo;
   const infos = listPacks(repo.objectsDir);
