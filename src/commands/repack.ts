@@ -20,6 +20,7 @@ import { proveWrittenPack } from '../repack/prove.js';
 import { provePackedCopy, type CopyProof } from '../repack/duplicates.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
+import { verifyPack } from './verify.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 
@@ -238,6 +239,7 @@ class RepackRun {
           odb: this.odb,
           excluded: src.excluded,
           proveExcluded: src.proveExcluded,
+          hashWholePack: (p) => verifyPack(p.packPath, p.idxPath, repo.algo),
           dryRun: opts.dryRun,
           tmp,
           writeRev: src.writeRev,

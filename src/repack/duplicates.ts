@@ -6,6 +6,7 @@ import { isBaseType, typeName } from '../format/object-type.js';
 import { loosePath, readLooseFile, readLooseHeader } from '../store/loose.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
+import type { ScanProblem } from '../store/pack-scan.js';
 
 /**
  * Proofs for ids held twice (issue 30): the rewrite keeps one copy of each id and drops the
@@ -44,7 +45,7 @@ export function provePackedCopy(pack: Pack, j: number, odb: ObjectDatabase, algo
       pack.inflateChunked(off, end, (bytes) => h.update(bytes));
       got = h.digest();
     } else {
-      const o = odb.readPacked(pack, off);
+      const o = odb.readPacked(pack, off, true); // (hashed at once: the reused buffer will do)
       got = algo.create().update(objectHeader(typeName(o.type), o.data.length)).update(o.data).digest();
     }
     const want = pack.idx.ids.subarray(j * algo.len, (j + 1) * algo.len);
@@ -93,6 +94,55 @@ function hashLooseChunked(file: string, inflated: number, algo: HashAlgo): Buffe
   } finally {
     closeSync(fd);
   }
+}
+
+/** Every object of a pack hashed base first (`verify`), its problems listed: what `hashWholePack` gives. */
+export type WholePackHasher = (pack: Pack) => Promise<{ problems: ScanProblem[]; moreProblems: number }>;
+
+/** A pack holding at least this many copies to prove, a quarter of its entries or more, is hashed whole. */
+const WHOLE_PACK_MIN = 256;
+
+/**
+ * Hashes copies given as (source pack, index) pairs (`pi` past the packs: loose object `j`).
+ * Where most of a pack is to be proven (a pack repacked without -d, every object twice), the
+ * pack is hashed whole base first, as verify does: each object resolved once and memory
+ * bounded, instead of one delta chain per copy through the base cache (jq after `git repack -a`
+ * without -d, every object held twice: 3.8 s of CPU and 127 MB, against 5.5 s and 312 MB one by
+ * one; the rewrite without proofs 1.8 s and 76 MB).
+ */
+export async function proveCopies(packs: Pack[], looseDir: string, loose: Buffer[], copies: number[], odb: ObjectDatabase, algo: HashAlgo, hashWhole?: WholePackHasher): Promise<CopyProof[]> {
+  const out = new Array<CopyProof>(copies.length / 2);
+  const byPack = new Map<number, number[]>();
+  for (let k = 0; k < out.length; k++) {
+    const pi = copies[2 * k]!;
+    if (pi >= packs.length) out[k] = proveLooseCopy(looseDir, loose[copies[2 * k + 1]!]!, algo);
+    else {
+      let ks = byPack.get(pi);
+      if (ks === undefined) byPack.set(pi, (ks = []));
+      ks.push(k);
+    }
+  }
+  for (const [pi, ks] of byPack) {
+    const pack = packs[pi]!;
+    const whole = hashWhole !== undefined && ks.length >= WHOLE_PACK_MIN && ks.length * 4 >= pack.count ? await hashedWhole(pack, hashWhole) : undefined;
+    for (const k of ks) {
+      const j = copies[2 * k + 1]!;
+      out[k] = whole?.(j) ?? provePackedCopy(pack, j, odb, algo);
+    }
+  }
+  return out;
+}
+
+/** Per entry of a pack hashed whole: its proof, or undefined when the pack had damage of another kind (each copy is then proven alone). */
+async function hashedWhole(pack: Pack, hashWhole: WholePackHasher): Promise<(j: number) => CopyProof | undefined> {
+  const v = await hashWhole(pack);
+  if (v.moreProblems > 0 || v.problems.some((p) => p.hashesTo === undefined)) return () => undefined;
+  const wrong = new Map(v.problems.map((p) => [p.offset, p.hashesTo!]));
+  return (j) => {
+    const offset = pack.idx.offsets[j]!;
+    const got = wrong.get(offset);
+    return got === undefined ? { ok: true, file: pack.packPath, offset } : { ok: false, file: pack.packPath, offset, why: `hashes to ${got}` };
+  };
 }
 
 /** git's `packed object <id> ... is corrupt` for an id none of whose copies hashes right: nothing is changed. */

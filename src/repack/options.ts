@@ -1,7 +1,7 @@
 import type { HashAlgo } from '../hash/algo.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { ChangedDestination } from './changed-pack.js';
-import type { CopyProof } from './duplicates.js';
+import type { CopyProof, WholePackHasher } from './duplicates.js';
 import type { AutoRule } from './encoding.js';
 import type { Levels } from './levels.js';
 import type { WrittenPack, ZpackOutput } from './sink.js';
@@ -22,6 +22,8 @@ export interface RewriteOptions {
   excluded: (id: Uint8Array, pos: number) => boolean;
   /** Hashes the copy of an excluded object that stays (plan.ts `proveExcluded`). */
   proveExcluded?: ((id: Uint8Array, pos: number) => CopyProof) | undefined;
+  /** Hashes a whole pack base first (commands/ gives verify's): for a pack most of whose objects are held twice. */
+  hashWholePack?: WholePackHasher | undefined;
   dryRun: boolean;
   /** Temporary file names for the pack, idx and rev (in objects/pack). */
   tmp: { pack: string; idx: string; rev: string };

@@ -96,10 +96,11 @@ export interface PlanOptions {
   dryRun: boolean;
   onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
   /**
-   * Hashes a copy of an id held more than once (entry `j` of source pack `pi`, or loose object
-   * `j` when `pi` is the plan's looseMark). Without it, the first copy is kept unproven.
+   * Hashes copies of ids held more than once, given as (source pack, index) pairs (`pi` the
+   * plan's looseMark: loose object `j`); the proofs in the same order. Without it, the first
+   * copy is kept unproven.
    */
-  proveCopy?: ((pi: number, j: number) => CopyProof) | undefined;
+  proveCopies?: ((copies: number[]) => Promise<CopyProof[]>) | undefined;
   /**
    * Hashes the copy of an excluded id that stays where it is (a kept pack). When it does not
    * hash to its id, this partition's copy is packed after all (proven as a duplicate is).
@@ -108,11 +109,11 @@ export interface PlanOptions {
 }
 
 /** Scans, selects, finds bases and orders: the whole plan (steps 1-4 of the rewrite). */
-export function planPartition(input: PartitionInput, opts: PlanOptions): Plan {
+export async function planPartition(input: PartitionInput, opts: PlanOptions): Promise<Plan> {
   const scans = scanSources(input.packs);
   const info = scans.map(packInfo);
   const { plan, selOf } = selectObjects(input, scans, info, opts);
-  if (opts.proveCopy !== undefined) proveDuplicates(plan, opts.proveCopy, opts.onProgress);
+  if (opts.proveCopies !== undefined) await proveDuplicates(plan, opts.proveCopies, opts.onProgress);
   linkBases(plan, selOf);
   selOf.release(); // 4-8 bytes per object, needed only to find the bases
   for (const scan of scans) releaseNow(scan.parent); // read only there (4 bytes per object)
@@ -285,7 +286,7 @@ function finishSelection(plan: Plan, opts: PlanOptions): Plan {
  * pack is written whole (resolved there and hashed): against the genuine base it would become
  * another object. No copy hashes right: fatal, before anything is written.
  */
-function proveDuplicates(plan: Plan, prove: (pi: number, j: number) => CopyProof, onProgress: PlanOptions['onProgress']): void {
+async function proveDuplicates(plan: Plan, prove: (copies: number[]) => Promise<CopyProof[]>, onProgress: PlanOptions['onProgress']): Promise<void> {
   const { dups } = plan;
   const groups = new Map<number, number[]>();
   for (const s of plan.keptForged.keys()) groups.set(s, [plan.srcPack[s]!, plan.srcIdx[s]!]);
@@ -295,30 +296,27 @@ function proveDuplicates(plan: Plan, prove: (pi: number, j: number) => CopyProof
     if (g === undefined) groups.set(s, (g = [plan.srcPack[s]!, plan.srcIdx[s]!]));
     g.push(dups[k + 1]!, dups[k + 2]!);
   }
-  let done = 0;
+  plan.dups = [];
+  if (groups.size === 0) return;
+  onProgress?.('proving duplicates', 0, groups.size);
+  const proofs = await prove([...groups.values()].flat());
+  let at = 0;
   for (const [s, copies] of groups) {
     const kept = plan.keptForged.get(s);
-    const proofs: CopyProof[] = kept === undefined ? [] : [kept];
-    let chosen = -1;
-    for (let c = 0; c < copies.length; c += 2) {
-      const pi = copies[c]!;
-      const j = copies[c + 1]!;
-      const p = prove(pi, j);
-      proofs.push(p);
-      if (p.ok && chosen < 0) chosen = c;
-      else if (!p.ok && pi !== plan.looseMark) plan.forged.add(copyKey(pi, j));
-    }
+    const mine = proofs.slice(at, (at += copies.length / 2));
+    const chosen = mine.findIndex((p) => p.ok);
+    mine.forEach((p, c) => {
+      if (!p.ok && copies[2 * c] !== plan.looseMark) plan.forged.add(copyKey(copies[2 * c]!, copies[2 * c + 1]!));
+    });
     if (chosen < 0) {
       const ref = { buf: new Uint8Array(0), pos: 0 };
       idOf(plan, s, ref);
-      throw noGoodCopy(Buffer.from(ref.buf.subarray(ref.pos, ref.pos + plan.len)).toString('hex'), proofs);
+      throw noGoodCopy(Buffer.from(ref.buf.subarray(ref.pos, ref.pos + plan.len)).toString('hex'), kept === undefined ? mine : [kept, ...mine]);
     }
-    plan.srcPack[s] = copies[chosen]!;
-    plan.srcIdx[s] = copies[chosen + 1]!;
-    if ((++done & 0x3ff) === 0) onProgress?.('proving duplicates', done, groups.size);
+    plan.srcPack[s] = copies[2 * chosen]!;
+    plan.srcIdx[s] = copies[2 * chosen + 1]!;
   }
-  if (groups.size > 0) onProgress?.('proving duplicates', groups.size, groups.size);
-  plan.dups = [];
+  onProgress?.('proving duplicates', groups.size, groups.size);
 }
 
 /** 3. A delta keeps its base if the base object is in the output (any copy of it); else it is written whole. */
