@@ -3,12 +3,13 @@
 // test files as the suite, with REPACK_TS_RELIABILITY=long: SIGKILL at every fault point of six
 // fixtures and at many random moments, ENOSPC/EIO at every write of four, a real full tmpfs, the
 // whole hostile corpus in-process and through the CLI (peak RSS and time measured), tens of
-// thousands of fuzz cases, concurrency at every moment. It runs against a snapshot of the build
+// thousands of fuzz cases, concurrency at every moment, zstd-import killed at each of its fault
+// points and fed damaged and forged zstd packs. It runs against a snapshot of the build
 // (a rebuild meanwhile changes nothing), prints the figures and, with --write, puts them in
 // docs/reliability.md between the figures markers.
 //
 //   npm run reliability                       everything (8 to 16 minutes on 2 cores)
-//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env
+//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env, zstd
 //   npm run reliability -- --write            and update docs/reliability.md
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -24,6 +25,7 @@ const GROUPS = {
   env: ['test/reliability-env.test.ts'],
   hostile: ['test/hostile.test.ts'],
   fuzz: ['test/fuzz.test.ts'],
+  zstd: ['test/reliability-zstd.test.ts'],
 };
 
 const args = process.argv.slice(2);

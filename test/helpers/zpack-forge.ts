@@ -60,3 +60,61 @@ export function forgeZpack(entries: ZpackEntry[], h: HashName, o: ZpackOptions =
   if (out.length !== all.length + hashLen(h)) throw new Error('forgeZpack: trailer');
   return out;
 }
+
+/** Where a zpack's parts are, read from its bytes (docs/zstd-pack-format.md), for damage aimed at each. */
+export interface ZpackLayout {
+  count: number;
+  /** Dictionary table, dictionaries, refs length field, refs, entries, index, footer, trailer. */
+  dictTable: number;
+  dicts: number;
+  refsLen: number;
+  refs: number;
+  entries: number;
+  index: number;
+  footer: number;
+  trailer: number;
+  /** Entry offsets in file order. */
+  offsets: number[];
+}
+
+export function zpackLayout(buf: Buffer, h: HashName): ZpackLayout {
+  const len = hashLen(h);
+  const count = buf.readUInt32BE(8);
+  const ndicts = buf.readUInt8(15);
+  let pos = 16 + ndicts * 8;
+  const dicts = pos;
+  for (let i = 0; i < ndicts; i++) pos += buf.readUInt32BE(16 + i * 8 + 4);
+  const refsLen = pos;
+  const entries = pos + 4 + buf.readUInt32BE(pos);
+  const footer = buf.length - len - 8;
+  const index = buf.readUInt32BE(footer) * 2 ** 32 + buf.readUInt32BE(footer + 4);
+  const offAt = index + 8 + 1024 + count * (len + 4);
+  const offsets: number[] = [];
+  for (let i = 0; i < count; i++) offsets.push(buf.readUInt32BE(offAt + i * 4)); // (small files: no 64-bit table)
+  offsets.sort((a, b) => a - b);
+  return { count, dictTable: 16, dicts, refsLen, refs: refsLen + 4, entries, index, footer, trailer: buf.length - len, offsets };
+}
+
+/**
+ * Makes every checksum of a damaged zpack right again (each entry's CRC32 in the index, the
+ * index's pack checksum and its own, the file's trailer), so that only the damage is wrong and
+ * it reaches the decoders behind them.
+ */
+export function refixZpack(damaged: Buffer, h: HashName): Buffer {
+  const buf = Buffer.from(damaged);
+  const len = hashLen(h);
+  const L = zpackLayout(buf, h);
+  const crcAt = L.index + 8 + 1024 + L.count * len;
+  const offAt = crcAt + L.count * 4;
+  for (let r = 0; r < L.count; r++) {
+    const off = buf.readUInt32BE(offAt + r * 4);
+    const k = L.offsets.indexOf(off);
+    const end = k + 1 < L.offsets.length ? L.offsets[k + 1]! : L.index;
+    buf.writeUInt32BE(crc32(buf.subarray(off, end)) >>> 0, crcAt + r * 4);
+  }
+  const idxEnd = L.footer; // the index runs up to the footer
+  createHash(h).update(buf.subarray(0, L.index)).digest().copy(buf, idxEnd - 2 * len);
+  createHash(h).update(buf.subarray(L.index, idxEnd - len)).digest().copy(buf, idxEnd - len);
+  createHash(h).update(buf.subarray(0, L.trailer)).digest().copy(buf, L.trailer);
+  return buf;
+}
