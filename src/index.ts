@@ -1,8 +1,9 @@
 /**
  * git-repack-ts as a library: `import { inspect, repack, verify, hashObject, walk, zstdExport,
- * zstdImport } from 'git-repack-ts'` (docs/api.md). Each function resolves to exactly the object its command prints
- * with `--json` (the CLI prints what these return) and rejects only with GitRepackError. None of
- * them writes to stdout or stderr, reads argv or exits: progress and warnings are callbacks.
+ * zstdImport } from 'git-repack-ts'` (docs/api.md). Each function resolves to exactly the object
+ * its command prints with `--json` (the CLI prints what these return) and rejects only with
+ * GitRepackError. None of them writes to stdout or stderr, reads argv or exits: progress and
+ * warnings are callbacks.
  */
 export { inspect, type InspectOptions, type InspectReport } from './api/inspect.js';
 export { repack, type RepackOptions } from './api/repack.js';

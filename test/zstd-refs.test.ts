@@ -100,7 +100,7 @@ describe('zstd-import restores the refs and HEAD', () => {
     }
   });
 
-  it('untrusted refs: names git refuses, missing objects, a branch that is no commit, D/F clashes and repeats are refused one by one; HEAD detached where no branch matches', () => {
+  it('untrusted refs: names git refuses, missing objects, a branch that is no commit, D/F clashes and repeats are refused one by one; HEAD set to the branch clone would pick', () => {
     const dir = tmpDir();
     try {
       const blob = Buffer.from('content\n');
