@@ -13,6 +13,7 @@ import { fsckStrict, git, gitOk, lines, objectSet } from './helpers/git.js';
 import { OBJ, fakeId, objectId } from './helpers/forge.js';
 import { forgeZpack } from './helpers/zpack-forge.js';
 import { tool, toolOk } from './helpers/tool.js';
+import { runUntil } from './helpers/faults.js';
 import { isValidRefname } from '../src/format/refname.js';
 import { repoState } from './helpers/repo-state.js';
 
@@ -161,6 +162,40 @@ describe('zstd-import restores the refs and HEAD', () => {
       const again = tool(['zstd-import', file], { cwd: repo });
       expect(again.status, again.stderr).toBe(0);
       expect(repoState(repo)).toMatchObject({ objects, refs, head });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('zstd-import and another writer', () => {
+  it('a ref created by someone else once the import has planned: git refuses the transaction, fatal 128, no ref of the zpack set; the next import reports it', async () => {
+    const src = fixturePath('basic');
+    const dir = tmpDir();
+    try {
+      const file = exportOf(src, dir);
+      const target = path.join(dir, 't');
+      gitOk(['init', '-q', '--bare', target]);
+      const run = await runUntil(['zstd-import', file], target, 'phase:refs');
+      let r: Awaited<typeof run.done>;
+      try {
+        expect(run.stopped).toBe(true);
+        const other = gitOk(['rev-parse', 'refs/heads/main~2'], { cwd: src }).trim();
+        gitOk(['update-ref', 'refs/heads/main', other], { cwd: target }); // the objects are installed by now
+      } finally {
+        run.resume();
+        r = await run.done;
+      }
+      expect(r.status, r.stderr).toBe(128);
+      expect(r.stderr).toMatch(/^fatal: .*all\.zpack: git did not set the refs \(.*refs\/heads\/main.*\); no ref was changed, the objects are installed: run the import again\n$/s);
+      const main = gitOk(['rev-parse', 'refs/heads/main~2'], { cwd: src }).trim();
+      expect(refList(target)).toBe(`${main} refs/heads/main\n`);
+      const again = tool(['zstd-import', file], { cwd: target });
+      expect(again.status).toBe(1);
+      expect(again.stderr).toMatch(/^ ! \[rejected\] {8}main +-> main {2}\(would clobber existing ref\)$/m);
+      // HEAD's branch was not set: HEAD is detached at the zpack's HEAD, which stays reachable.
+      expect(again.stderr).toContain(`HEAD is now detached at ${gitOk(['rev-parse', 'HEAD'], { cwd: src }).slice(0, 7)}\n`);
+      expect(refList(target)).toBe(refList(src).replace(/^\S+ refs\/heads\/main$/m, `${main} refs/heads/main`));
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

@@ -226,7 +226,6 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     const hex = toHex(w.checksum);
     const alreadyPresent = existsSync(join(run.packDir, `pack-${hex}.idx`));
     if (!alreadyPresent) await run.checkAndInstall(w, hex);
-    fault('phase:refs');
     // The refs name objects now installed (ours, through a database that sees the new pack).
     const odb = ObjectDatabase.open(repo.algo, [repo.objectsDir, ...repo.alternates]);
     let refs: ReturnType<typeof restoreRefs>;

@@ -3,6 +3,7 @@ import { fromHex, type HashAlgo } from '../hash/algo.js';
 import { OBJ_COMMIT } from '../format/object-type.js';
 import { isSettableRef } from '../format/refname.js';
 import type { ObjectDatabase } from '../store/odb.js';
+import { fault } from '../store/files.js';
 import { pointHead, readHead, readRefs, updateRefs } from '../store/refs.js';
 import type { Repository } from '../store/repo.js';
 
@@ -150,6 +151,7 @@ export function restoreRefs(repo: Repository, refsText: string, odb: ObjectDatab
     else if (u.status === 'forced') commands += `option no-deref\nupdate ${u.ref} ${u.id} ${u.old}\n`;
   }
   const message = `zstd-import: ${o.file}`;
+  fault('phase:refs'); // planned: what another writer changes from here, git's old-value check sees
   if (commands !== '') {
     const refused = updateRefs(repo.gitDir, repo.env, commands, message);
     if (refused !== undefined) throw new GitError('io', `${o.file}: git did not set the refs (${refused}); no ref was changed, the objects are installed: run the import again`);
