@@ -4,12 +4,13 @@
 // fixtures and at many random moments, ENOSPC/EIO at every write of four, a real full tmpfs, the
 // whole hostile corpus in-process and through the CLI (peak RSS and time measured), tens of
 // thousands of fuzz cases, concurrency at every moment, forged and restored journals and many
-// runs taking over one stale lock together. It runs against a snapshot of the build
+// runs taking over one stale lock together, zstd-import killed at each of its fault points and
+// fed damaged and forged zstd packs. It runs against a snapshot of the build
 // (a rebuild meanwhile changes nothing), prints the figures and, with --write, puts them in
 // docs/reliability.md between the figures markers.
 //
 //   npm run reliability                       everything (8 to 16 minutes on 2 cores)
-//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env, journal
+//   npm run reliability -- --only=kills       one group: kills, hostile, fuzz, concurrency, env, journal, zstd
 //   npm run reliability -- --write            and update docs/reliability.md
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -26,6 +27,7 @@ const GROUPS = {
   hostile: ['test/hostile.test.ts'],
   fuzz: ['test/fuzz.test.ts'],
   journal: ['test/reliability-journal.test.ts'],
+  zstd: ['test/reliability-zstd.test.ts'],
 };
 
 const args = process.argv.slice(2);

@@ -56,9 +56,11 @@ function fsckMode(v: unknown): FsckMode {
   throw new GitRepackError('usage', `--fsck expects 'changed', 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`);
 }
 
-/** The rewrite of an opened repository (the CLI's, which found the repository itself). */
-export async function repackRepo(repo: Repository, o: RepackOptions): Promise<RepackResult> {
-  const flags: LevelFlags = {
+/** The per-type level options (shared with the zstd export and import), as the CLI's flags. */
+export type LevelOptions = Pick<RepackOptions, 'graphCompression' | 'commitCompression' | 'treeCompression' | 'blobCompression' | 'tagCompression' | 'compression'>;
+
+export function levelFlagsOf(o: LevelOptions): LevelFlags {
+  return {
     graph: level('graph-compression', o.graphCompression),
     commit: level('commit-compression', o.commitCompression),
     tree: level('tree-compression', o.treeCompression),
@@ -66,6 +68,11 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
     tag: level('tag-compression', o.tagCompression),
     compression: level('compression', o.compression),
   };
+}
+
+/** The rewrite of an opened repository (the CLI's, which found the repository itself). */
+export async function repackRepo(repo: Repository, o: RepackOptions): Promise<RepackResult> {
+  const flags = levelFlagsOf(o);
   const keepPacks = o.keepPacks ?? [];
   if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string')) throw new GitRepackError('usage', '--keep-pack expects pack names');
   if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean') throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');

@@ -2,6 +2,7 @@ import type { Options } from './args.js';
 import { parseLevelFlag, type Level, type LevelFlags } from '../repack/levels.js';
 import type { FsckMode } from '../store/fsck.js';
 import { UsageError } from './io.js';
+import type { LevelOptions } from '../api/repack.js';
 
 /** The per-type level options shared by the rewrite and zstd-import. */
 export function withLevelOptions<T>(y: Options<T>) {
@@ -22,6 +23,11 @@ function level(name: string, v: unknown, usage: string): Level | undefined {
   } catch (e) {
     throw new UsageError((e as Error).message, usage);
   }
+}
+
+/** The flags as the library's options (api/repack.ts `LevelOptions`). */
+export function levelOptionsOf(f: LevelFlags): LevelOptions {
+  return { graphCompression: f.graph, commitCompression: f.commit, treeCompression: f.tree, blobCompression: f.blob, tagCompression: f.tag, compression: f.compression };
 }
 
 export function levelFlagsFrom(o: Record<string, unknown>, usage: string): LevelFlags {

@@ -25,7 +25,7 @@ export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [
    or: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters] [--stdin [--literally]] [--] <file>...
    or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
    or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader[=<list>]] [--json] [--svg=<file>]
-   or: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] <file>
+   or: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] [--force] <file>
    or: git repack-ts walk [--read-blobs] [--json] [<pack>...]
    or: git repack-ts maintenance (start | stop) [--scheduler=<scheduler>]
 

@@ -1,12 +1,13 @@
 import { resolve } from 'node:path';
 import { repackRepo } from '../api/repack.js';
 import type { RepackResult } from '../commands/repack.js';
-import { DEFAULT_ZSTD_LEVEL, exportZpack } from '../commands/zstd.js';
+import { DEFAULT_ZSTD_LEVEL } from '../commands/zstd.js';
+import { zstdExportRepo } from '../api/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { resolveLevels, type LevelFlags } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
-import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.js';
+import { fsckModeFrom, levelFlagsFrom, levelOptionsOf, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
@@ -81,12 +82,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
   // The library's rewrite: --json prints exactly what the API's repack() resolves to.
   const r = await repackRepo(repo, {
-    graphCompression: flags.graph,
-    commitCompression: flags.commit,
-    treeCompression: flags.tree,
-    blobCompression: flags.blob,
-    tagCompression: flags.tag,
-    compression: flags.compression,
+    ...levelOptionsOf(flags),
     dryRun: o['dry-run'],
     fsck: fsck === 'none' ? false : fsck,
     keepPacks: keep,
@@ -149,10 +145,14 @@ async function runExport(o: { zstd?: string; output?: string; json?: boolean; qu
   const { io } = ctx;
   const repo = openRepository(ctx);
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
-  // A type whose level (flags, then config) is 0 is stored plain; the zstd level covers the rest.
-  const levels = resolveLevels(flags, repo.config);
-  const plainTypes = new Set(([1, 2, 3, 4] as const).filter((t) => levels[t] === 0));
-  const r = await exportZpack(repo, { out: resolve(ctx.cwd, o.output), level, dictSize, dictMethod: trainer, plainTypes, onProgress: progress });
+  // The library's export: --json prints exactly what the API's zstdExport() resolves to.
+  const r = await zstdExportRepo(repo, resolve(ctx.cwd, o.output), {
+    ...levelOptionsOf(flags),
+    level,
+    dictSize: dictSize === 0 ? false : dictSize,
+    dictTrainer: trainer,
+    onProgress: progress,
+  });
   if (o.json) {
     io.out(JSON.stringify(r, null, 2) + '\n');
     return 0;

@@ -18,12 +18,14 @@ import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
+import { provePackedCopy, type CopyProof } from '../repack/duplicates.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
 import { DEFAULT_AUTO_RULE, targetsKey, targetsCover } from '../repack/encoding.js';
 import { packsToRewrite, type PackCandidate } from '../repack/select.js';
 import { autoCheck, type AutoCheck } from './repack-auto.js';
 import { entriesOf, identify, readProven, writeProven, type ProvenEntry } from '../store/proven.js';
+import { verifyPack } from './verify.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 import { bitmapSource, newPackBitmap, type BitmapContext } from './repack-bitmap.js';
@@ -137,6 +139,7 @@ interface Sources {
   opened: Map<string, Pack>;
   /** Is an object in a retained pack (then it is not written again)? */
   excluded: (id: Uint8Array, pos: number) => boolean;
+  proveExcluded: (id: Uint8Array, pos: number) => CopyProof;
   looseIds: Buffer[];
   /** Write a `.rev` (pack.writeReverseIndex, or an old pack had one). */
   writeRev: boolean;
@@ -292,8 +295,16 @@ class RepackRun {
     }
     const retainedPacks = sel.retained.map((p) => opened.get(pathKey(p.fsBase))!);
     const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
+    // The copy that stays must hash to its id before the rewritten one goes (issue 30).
+    const proveExcluded = (id: Uint8Array, pos: number): CopyProof => {
+      for (const p of retainedPacks) {
+        const j = p.idx.find(id, pos);
+        if (j >= 0) return provePackedCopy(p, j, this.odb, repo.algo);
+      }
+      throw new GitError('internal', `excluded object ${toHex(id, pos, repo.algo.len)} is in no retained pack`);
+    };
     fault('phase:listed');
-    return { parts: sel.parts, retainedPacks, opened, excluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
+    return { parts: sel.parts, retainedPacks, opened, excluded, proveExcluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
   }
 
   /**
@@ -355,6 +366,8 @@ class RepackRun {
           autoRule: opts.autoRule,
           odb: this.odb,
           excluded: src.excluded,
+          proveExcluded: src.proveExcluded,
+          hashWholePack: (p) => verifyPack(p.packPath, p.idxPath, repo.algo),
           dryRun: opts.dryRun,
           tmp,
           writeRev: src.writeRev,

@@ -239,7 +239,8 @@ class BaseFirstResolver {
     const { idx, algo } = this.pack;
     const len = algo.len;
     if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
-      this.problem({ file: this.pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${toHex(idx.ids, j * len, len)}` });
+      const named = toHex(idx.ids, j * len, len);
+      this.problem({ file: this.pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${named}`, objectId: named, hashesTo: toHex(id) });
     }
   }
 

@@ -1,6 +1,7 @@
 import type { HashAlgo } from '../hash/algo.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { ChangedDestination } from './changed-pack.js';
+import type { CopyProof, WholePackHasher } from './duplicates.js';
 import type { AutoRule } from './encoding.js';
 import type { Levels } from './levels.js';
 import type { WrittenPack, ZpackOutput } from './sink.js';
@@ -19,6 +20,10 @@ export interface RewriteOptions {
   odb: ObjectDatabase;
   /** Objects that stay elsewhere (kept or cruft packs): not packed again. */
   excluded: (id: Uint8Array, pos: number) => boolean;
+  /** Hashes the copy of an excluded object that stays (plan.ts `proveExcluded`). */
+  proveExcluded?: ((id: Uint8Array, pos: number) => CopyProof) | undefined;
+  /** Hashes a whole pack base first (commands/ gives verify's): for a pack most of whose objects are held twice. */
+  hashWholePack?: WholePackHasher | undefined;
   dryRun: boolean;
   /** Temporary file names for the pack, idx and rev (in objects/pack). */
   tmp: { pack: string; idx: string; rev: string };

@@ -8,6 +8,7 @@ import { MAX_DELTA_DEPTH } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { releaseNow } from '../release.js';
+import { noGoodCopy, type CopyProof } from './duplicates.js';
 
 /**
  * The plan of a rewrite, as plain data (git's `compute_write_order` and what it needs): which
@@ -53,7 +54,19 @@ export interface Plan {
   base: Int32Array;
   /** The new pack's order: selection numbers, each base before its deltas (shared: the writing thread reads it). */
   outOrder: Uint32Array;
+  /**
+   * Copies of duplicated ids that are not kept, as (selection number, source pack or looseMark,
+   * index) triples; emptied once they are proven (`proveDuplicates`).
+   */
+  dups: number[];
+  /** Pack entries proven not to hash to their id (`copyKey`): a delta on one of them is written whole. */
+  forged: Set<number>;
+  /** Selected objects whose copy in a kept pack does not hash to their id: that copy's proof. */
+  keptForged: Map<number, CopyProof>;
 }
+
+/** The key of entry `j` of source pack `pi` in `Plan.forged`. */
+const copyKey = (pi: number, j: number): number => pi * 0x100000000 + j;
 
 export const typeOf = (p: Plan, pi: number, j: number): number => p.info[pi]![j]! & 7;
 export const blockOf = (p: Plan, pi: number, j: number): number => (p.info[pi]![j]! >> 3) & 3;
@@ -82,13 +95,25 @@ export interface PlanOptions {
   /** A dry run keeps the sources' tables (nothing is written after it). */
   dryRun: boolean;
   onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+  /**
+   * Hashes copies of ids held more than once, given as (source pack, index) pairs (`pi` the
+   * plan's looseMark: loose object `j`); the proofs in the same order. Without it, the first
+   * copy is kept unproven.
+   */
+  proveCopies?: ((copies: number[]) => Promise<CopyProof[]>) | undefined;
+  /**
+   * Hashes the copy of an excluded id that stays where it is (a kept pack). When it does not
+   * hash to its id, this partition's copy is packed after all (proven as a duplicate is).
+   */
+  proveExcluded?: ((id: Uint8Array, pos: number) => CopyProof) | undefined;
 }
 
 /** Scans, selects, finds bases and orders: the whole plan (steps 1-4 of the rewrite). */
-export function planPartition(input: PartitionInput, opts: PlanOptions): Plan {
+export async function planPartition(input: PartitionInput, opts: PlanOptions): Promise<Plan> {
   const scans = scanSources(input.packs);
   const info = scans.map(packInfo);
   const { plan, selOf } = selectObjects(input, scans, info, opts);
+  if (opts.proveCopies !== undefined) await proveDuplicates(plan, opts.proveCopies, opts.onProgress);
   linkBases(plan, selOf);
   selOf.release(); // 4-8 bytes per object, needed only to find the bases
   for (const scan of scans) releaseNow(scan.parent); // read only there (4 bytes per object)
@@ -184,6 +209,9 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
     looseMark: srcPack instanceof Uint8Array ? LOOSE8 : LOOSE16,
     base: new Int32Array(0),
     outOrder: new Uint32Array(0),
+    dups: [],
+    forged: new Set(),
+    keptForged: new Map(),
   };
   const only = packs.length === 1 && loose.length === 0 ? packs[0]! : undefined;
   if (only !== undefined) {
@@ -193,8 +221,10 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
     let n = 0;
     for (let i = 0; i < order.length; i++) {
       const j = order[i]!;
-      if (opts.excluded(ids, j * len)) plan.excluded++;
+      const elsewhere = keptCopy(opts, ids, j * len);
+      if (elsewhere?.ok === true) plan.excluded++;
       else {
+        if (elsewhere !== undefined) plan.keptForged.set(n, elsewhere);
         plan.srcIdx[n] = j;
         selOfIdx[j] = n++;
       }
@@ -205,14 +235,19 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
   }
   const table = new OidRefTable(len, total, (v, ref) => idOf(plan, v, ref));
   const add = (pi: number, j: number, ids: Uint8Array, pos: number): void => {
-    if (opts.excluded(ids, pos)) {
+    const elsewhere = keptCopy(opts, ids, pos);
+    if (elsewhere?.ok === true) {
       plan.excluded++;
       return;
     }
     const s = table.size;
     plan.srcPack[s] = pi;
     plan.srcIdx[s] = j;
-    if (table.insert(s, ids, pos) < 0) plan.duplicatesDropped++;
+    const kept = table.insert(s, ids, pos);
+    if (kept < 0) {
+      plan.duplicatesDropped++;
+      plan.dups.push(~kept, pi, j);
+    } else if (elsewhere !== undefined) plan.keptForged.set(s, elsewhere);
   };
   let counted = 0;
   packs.forEach((p, pi) => {
@@ -228,6 +263,12 @@ function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Arr
   return { plan: finishSelection(plan, opts), selOf: table };
 }
 
+/** An id kept elsewhere: the proof of that copy (ok without `proveExcluded`); undefined when it is not excluded. */
+function keptCopy(opts: PlanOptions, ids: Uint8Array, pos: number): CopyProof | undefined {
+  if (!opts.excluded(ids, pos)) return undefined;
+  return opts.proveExcluded?.(ids, pos) ?? { ok: true, file: '', offset: 0 };
+}
+
 function finishSelection(plan: Plan, opts: PlanOptions): Plan {
   const { packs } = plan.input;
   opts.onProgress?.('counting objects', plan.n, plan.n);
@@ -237,6 +278,45 @@ function finishSelection(plan: Plan, opts: PlanOptions): Plan {
   if (!opts.dryRun) for (const p of packs) p.releaseOrder();
   plan.base = new Int32Array(plan.n).fill(NO_BASE);
   return plan;
+}
+
+/**
+ * 2b. Every copy of each duplicated id is hashed; the first that hashes to its id is kept (the
+ * sources' order otherwise). A copy that does not is marked, so that a delta on it in its own
+ * pack is written whole (resolved there and hashed): against the genuine base it would become
+ * another object. No copy hashes right: fatal, before anything is written.
+ */
+async function proveDuplicates(plan: Plan, prove: (copies: number[]) => Promise<CopyProof[]>, onProgress: PlanOptions['onProgress']): Promise<void> {
+  const { dups } = plan;
+  const groups = new Map<number, number[]>();
+  for (const s of plan.keptForged.keys()) groups.set(s, [plan.srcPack[s]!, plan.srcIdx[s]!]);
+  for (let k = 0; k < dups.length; k += 3) {
+    const s = dups[k]!;
+    let g = groups.get(s);
+    if (g === undefined) groups.set(s, (g = [plan.srcPack[s]!, plan.srcIdx[s]!]));
+    g.push(dups[k + 1]!, dups[k + 2]!);
+  }
+  plan.dups = [];
+  if (groups.size === 0) return;
+  onProgress?.('proving duplicates', 0, groups.size);
+  const proofs = await prove([...groups.values()].flat());
+  let at = 0;
+  for (const [s, copies] of groups) {
+    const kept = plan.keptForged.get(s);
+    const mine = proofs.slice(at, (at += copies.length / 2));
+    const chosen = mine.findIndex((p) => p.ok);
+    mine.forEach((p, c) => {
+      if (!p.ok && copies[2 * c] !== plan.looseMark) plan.forged.add(copyKey(copies[2 * c]!, copies[2 * c + 1]!));
+    });
+    if (chosen < 0) {
+      const ref = { buf: new Uint8Array(0), pos: 0 };
+      idOf(plan, s, ref);
+      throw noGoodCopy(Buffer.from(ref.buf.subarray(ref.pos, ref.pos + plan.len)).toString('hex'), kept === undefined ? mine : [kept, ...mine]);
+    }
+    plan.srcPack[s] = copies[2 * chosen]!;
+    plan.srcIdx[s] = copies[2 * chosen + 1]!;
+  }
+  onProgress?.('proving duplicates', groups.size, groups.size);
 }
 
 /** 3. A delta keeps its base if the base object is in the output (any copy of it); else it is written whole. */
@@ -250,7 +330,9 @@ function linkBases(plan: Plan, table: Selection): void {
     const par = scan.parent[j]!;
     if (par === NO_PARENT) continue;
     let b = -1;
-    if (par >= 0) b = table instanceof OnePackSelection ? table.at(par) : table.lookup(packs[pi]!.idx.ids, par * plan.len);
+    // (a base copy proven not to hash to its id: this delta was made against other content)
+    if (par >= 0 && plan.forged.has(copyKey(pi, par))) b = -1;
+    else if (par >= 0) b = table instanceof OnePackSelection ? table.at(par) : table.lookup(packs[pi]!.idx.ids, par * plan.len);
     else if (par === EXTERNAL_PARENT) b = table.lookup(scan.externalBase.get(j)!, 0);
     else if (par === BROKEN) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
     plan.base[s] = b >= 0 ? b : WHOLE;

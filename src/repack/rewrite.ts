@@ -27,6 +27,7 @@ import { withChangedCheck } from './changed-pack.js';
 import { EntryClassifier, type Decision } from './classify.js';
 import { CopyRun, writtenHeader } from './copy-run.js';
 import type { RewriteOptions, RewriteResult } from './options.js';
+import { proveCopies as proveCopiesOf, type CopyProof } from './duplicates.js';
 
 export type { PartitionInput } from './plan.js';
 export type { WrittenPack, ZpackOutput } from './sink.js';
@@ -87,7 +88,9 @@ export async function rewritePartition(input: PartitionInput, opts: RewriteOptio
   // What can be refused is refused before any pack is scanned.
   if (opts.zpack !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
   if (input.packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
-  const plan = planPartition(input, { algo: opts.algo, excluded: opts.excluded, dryRun: opts.dryRun, onProgress: opts.onProgress });
+  // An id held twice: the copy kept is hashed first (duplicates.ts).
+  const proveCopies = (copies: number[]): Promise<CopyProof[]> => proveCopiesOf(input.packs, input.looseDir, input.loose, copies, opts.odb, opts.algo, opts.hashWholePack);
+  const plan = await planPartition(input, { algo: opts.algo, excluded: opts.excluded, dryRun: opts.dryRun, onProgress: opts.onProgress, proveCopies, proveExcluded: opts.proveExcluded });
   return new PartitionRewrite(plan, opts).run();
 }
 

@@ -73,6 +73,14 @@ export function fault(point: string, detail = ''): void {
   }
 }
 
+/** A progress callback whose every report is also a fault point (`progress:<phase>`), as the rewrite's. */
+export function withFaultPoints(onProgress: ((phase: string, done: number, total: number) => void) | undefined): (phase: string, done: number, total: number) => void {
+  return (phase, done, total) => {
+    fault(`progress:${phase}`, `${done}/${total}`);
+    onProgress?.(phase, done, total);
+  };
+}
+
 export function tmpPath(packDir: string, kind: string): string {
   return removeOnSignal(join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`));
 }

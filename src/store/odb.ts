@@ -5,7 +5,8 @@ import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
 import { StackArena } from '../delta/arena.js';
 import { DeltaBaseCache, type BaseCacheLike, type CachedObject } from '../delta/cache.js';
 import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
-import { listLoose, loosePath, readLooseFile } from './loose.js';
+import { MAX_ENTRY_HEADER } from '../format/pack.js';
+import { listLoose, loosePath, readLooseFile, readLooseHeader } from './loose.js';
 import { OidRefTable, OidTable } from '../hash/oid-table.js';
 import { Pack, type RawEntry } from './pack.js';
 import { listPacks } from './packdir.js';
@@ -118,6 +119,35 @@ export class ObjectDatabase {
   has(id: Uint8Array, pos = 0): boolean {
     return this.locate(id, pos) !== undefined;
   }
+
+  /**
+   * An object's type from entry headers alone (git's `packed_object_info` walking the chain to
+   * its base), nothing inflated but a loose object's first bytes; undefined when it is missing.
+   */
+  typeOf(id: Uint8Array, pos = 0): number | undefined {
+    const start = this.locate(id, pos);
+    if (start === undefined) return undefined;
+    if ('loose' in start) return readLooseHeader(start.loose).type;
+    let pack = start.pack;
+    let off = pack.idx.offsets[start.index]!;
+    for (let depth = 0; depth <= MAX_DELTA_DEPTH; depth++) {
+      const { raw, hdr } = pack.entryAt(off, Math.min(pack.endOf(off), off + MAX_ENTRY_HEADER));
+      if (isBaseType(hdr.type)) return hdr.type;
+      if (hdr.type === OBJ_OFS_DELTA) {
+        off -= hdr.baseDistance;
+        continue;
+      }
+      // A REF_DELTA's base: in the same pack first, as `unpack_entry`.
+      const j = pack.idx.find(raw, hdr.baseIdPos);
+      const base = j >= 0 ? { pack, index: j } : this.locate(raw, hdr.baseIdPos);
+      if (base === undefined) return undefined;
+      if ('loose' in base) return readLooseHeader(base.loose).type;
+      pack = base.pack;
+      off = pack.idx.offsets[base.index]!;
+    }
+    throw corrupt('bad-delta', pack.packPath, off, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
+  }
+
 
   read(id: Uint8Array, pos = 0): ObjectData {
     const where = this.locate(id, pos);

@@ -37,6 +37,10 @@ export interface ScanProblem {
   file: string;
   offset: number;
   message: string;
+  /** An object whose content does not hash to its id: the id the index gives it (hex). */
+  objectId?: string | undefined;
+  /** ... and the id its content hashes to. */
+  hashesTo?: string | undefined;
 }
 
 /**
