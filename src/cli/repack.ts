@@ -10,6 +10,7 @@ import { fsckModeFrom, levelFlagsFrom, withLevelOptions } from './level-options.
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
+import { refuseRepackHabits, withRepackHabits } from './repack-habits.js';
 
 export const REPACK_USAGE = `usage: git repack-ts [<options>]
 
@@ -30,6 +31,7 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
                           or --no-dict for its dictionaries; types at level 0 are stored plain
     -q, --quiet           no progress
     --progress            force progress on stderr
+    -a, -A, -d, -k, -l    git repack's habits, accepted: what the rewrite always does
 
 Levels also come from config: pack.commitCompression, pack.treeCompression, pack.blobCompression,
 pack.tagCompression, pack.graphCompression, pack.compression, core.compression. A type none of
@@ -50,7 +52,7 @@ function pct(a: number, b: number): string {
 
 export async function runRepack(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, REPACK_USAGE, (y) =>
-    withLevelOptions(y)
+    withRepackHabits(withLevelOptions(y))
       .option('dry-run', { alias: 'n', type: 'boolean', default: false })
       .option('json', { type: 'boolean', default: false })
       .option('keep-pack', { type: 'string', array: true })
@@ -62,6 +64,7 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
       .option('quiet', { alias: 'q', type: 'boolean' })
       .option('progress', { type: 'boolean' }),
   );
+  refuseRepackHabits(o, REPACK_USAGE);
   const extra = positionals(o);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
   const flags = levelFlagsFrom(o, REPACK_USAGE);
