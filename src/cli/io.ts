@@ -3,6 +3,7 @@ import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
 import { dieOfSignal, isCaughtSignal } from './signals.js';
 import { withStrerror } from './strerror.js';
+import { WriteFailure, writeStdout } from './output.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
@@ -19,7 +20,7 @@ export function processIo(): Io {
   // The reliability harness's fault injection (docs/reliability.md); inert when unset.
   armFaults(process.env.GIT_REPACK_TS_FAULT, process.env.GIT_REPACK_TS_FAULT_TRACE);
   return {
-    out: (t) => void process.stdout.write(t),
+    out: writeStdout,
     err: (t) => void process.stderr.write(t),
     stderrIsTty: process.stderr.isTTY === true,
     euid: process.geteuid?.(),
@@ -57,14 +58,29 @@ export class ManPageRequested extends Error {
 /** Turns a thrown error into git's report and exit code. */
 export function reportError(io: Io, e: unknown): number {
   if (e instanceof HelpRequested) {
-    io.out(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    // parse-options' usage_with_options exits 129 at once: a stdout that fails is not reported.
+    try {
+      io.out(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    } catch (w) {
+      if (!(w instanceof WriteFailure)) throw w;
+    }
     return 129;
+  }
+  if (e instanceof WriteFailure) {
+    io.err(`fatal: ${e.message}\n`);
+    return 128;
   }
   if (e instanceof UsageError) {
     if (e.message) io.err(`error: ${e.message}\n`);
     const usage = e.usage.endsWith('\n') ? e.usage : e.usage + '\n';
     if (e.usageTo === 'stderr') io.err(usage);
-    else if (e.usageTo === 'stdout') io.out(usage);
+    else if (e.usageTo === 'stdout') {
+      try {
+        io.out(usage);
+      } catch (w) {
+        if (!(w instanceof WriteFailure)) throw w;
+      }
+    }
     return 129;
   }
   if (e instanceof GitError) {

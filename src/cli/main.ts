@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, reportError } from './io.js';
 import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
+import { stdoutFailure } from './output.js';
 import { disableZstd } from '../codec/zstd.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
@@ -148,7 +149,11 @@ export async function run(): Promise<void> {
   // before we return, as the bin entry ends the process as soon as we do. A reader gone (EPIPE)
   // ends the wait too.
   await Promise.all([drained(process.stdout), drained(process.stderr)]);
-  process.exitCode = code;
+  await new Promise((r) => setImmediate(r)); // a failed write's 'error' event comes a tick after its callback
+  // git.c's run_builtin: a command that succeeded still fails if its output could not be written.
+  const lost = code === 0 ? stdoutFailure() : undefined;
+  if (lost !== undefined) io.err(`fatal: ${lost.message}\n`);
+  process.exitCode = lost !== undefined ? 128 : code;
 }
 
 /** Resolves once everything written to `stream` so far has left the process (or cannot). */

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { removeRegisteredPaths, writingToChild } from '../cleanup.js';
+import { stdoutStreamFailed } from './output.js';
 
 /** The signals git's sigchain_push_common catches to remove its temporary files and locks. */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGPIPE'] as const;
@@ -34,7 +35,8 @@ export function installSignalCleanup(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') dieOfSignal('SIGPIPE');
-      throw e;
+      // stdout's other failures are git's "write failure on standard output" (output.ts); stderr's are ignored, as by git.
+      if (stream === process.stdout) stdoutStreamFailed(e);
     });
   }
 }

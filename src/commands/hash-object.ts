@@ -118,8 +118,11 @@ export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks):
     if (o.files.length > 0) await hashFiles(s);
     if (o.stdinPaths) await hashStdinPaths(s);
   } finally {
-    s.flush();
-    s.close();
+    try {
+      s.flush();
+    } finally {
+      s.close();
+    }
   }
   return s.result;
 }
