@@ -43,6 +43,16 @@ function both(args: (string | Buffer)[], gitArgs: (string | Buffer)[], opts: Spa
   };
 }
 
+/** `f` with /dev/full open for writing. */
+function withDevFull<T>(f: (fd: number) => T): T {
+  const full = fs.openSync('/dev/full', 'w');
+  try {
+    return f(full);
+  } finally {
+    fs.closeSync(full);
+  }
+}
+
 describe('a standard output that fails (>/dev/full), as git', () => {
   const packDir = (): string => path.join(fixturePath('basic'), '.git/objects/pack');
   const idx = (): string => path.join(packDir(), fs.readdirSync(packDir()).find((n) => n.endsWith('.idx'))!);
@@ -56,36 +66,21 @@ describe('a standard output that fails (>/dev/full), as git', () => {
     ['hash-object -h: 129 and nothing said', () => ['hash-object', '-h'], () => ['hash-object', '-h']],
   ];
   it.each(cases)('%s: the same message and exit status', (_name, ours, theirs) => {
-    const full = fs.openSync('/dev/full', 'w');
-    try {
-      const r = both(ours(), theirs(), { cwd: fixturePath('basic'), stdio: ['ignore', full, 'pipe'] });
-      expect(r.git.stderr).toMatch(/^(fatal: write failure on (standard output|'hash to stdout'): No space left on device\n)?$/);
-      expect({ status: r.ours.status, stderr: r.ours.stderr }).toEqual({ status: r.git.status, stderr: r.git.stderr });
-    } finally {
-      fs.closeSync(full);
-    }
+    const r = withDevFull((full) => both(ours(), theirs(), { cwd: fixturePath('basic'), stdio: ['ignore', full, 'pipe'] }));
+    expect(r.git.stderr).toMatch(/^(fatal: write failure on (standard output|'hash to stdout'): No space left on device\n)?$/);
+    expect({ status: r.ours.status, stderr: r.ours.stderr }).toEqual({ status: r.git.status, stderr: r.git.stderr });
   });
 
   it('hash-object --stdin-paths: fatal at the first id, as git', () => {
-    const full = fs.openSync('/dev/full', 'w');
-    try {
-      const r = both(['hash-object', '--stdin-paths'], ['hash-object', '--stdin-paths'], { cwd: fixturePath('basic'), stdio: ['pipe', full, 'pipe'], input: 'README.md\n' });
-      expect(r.git.status).toBe(128);
-      expect({ status: r.ours.status, stderr: r.ours.stderr }).toEqual({ status: r.git.status, stderr: r.git.stderr });
-    } finally {
-      fs.closeSync(full);
-    }
+    const r = withDevFull((full) => both(['hash-object', '--stdin-paths'], ['hash-object', '--stdin-paths'], { cwd: fixturePath('basic'), stdio: ['pipe', full, 'pipe'], input: 'README.md\n' }));
+    expect(r.git.status).toBe(128);
+    expect({ status: r.ours.status, stderr: r.ours.stderr }).toEqual({ status: r.git.status, stderr: r.git.stderr });
   });
 
   it('a standard error that fails is ignored, as git ignores it', () => {
-    const full = fs.openSync('/dev/full', 'w');
-    try {
-      for (const file of ['README.md', 'no-such-file']) {
-        const r = both(['hash-object', file], ['hash-object', file], { cwd: fixturePath('basic'), stdio: ['ignore', 'pipe', full] });
-        expect({ status: r.ours.status, stdout: r.ours.stdout }).toEqual({ status: r.git.status, stdout: r.git.stdout });
-      }
-    } finally {
-      fs.closeSync(full);
+    for (const file of ['README.md', 'no-such-file']) {
+      const r = withDevFull((full) => both(['hash-object', file], ['hash-object', file], { cwd: fixturePath('basic'), stdio: ['ignore', 'pipe', full] }));
+      expect({ status: r.ours.status, stdout: r.ours.stdout }).toEqual({ status: r.git.status, stdout: r.git.stdout });
     }
   });
 });
