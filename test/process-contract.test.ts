@@ -84,3 +84,25 @@ describe('a standard output that fails (>/dev/full), as git', () => {
     }
   });
 });
+
+describe('a working directory that is gone, as git', () => {
+  /** Runs `argv` from a directory removed just before (sh cds into it, removes it, then execs). */
+  function inRemovedDir(argv: string[]): Outcome {
+    const dir = fs.mkdtempSync(path.join(root, 'gone-'));
+    return outcome(spawnSync('sh', ['-c', 'cd "$1" && rmdir "$1" && shift && exec "$@"', 'sh', dir, ...argv], { env: gitEnv(), encoding: 'utf8' }));
+  }
+  it.each([
+    ['hash-object <abs file>', (f: string) => ['hash-object', f], (f: string) => ['hash-object', f]],
+    ['inspect (git count-objects)', () => ['inspect'], () => ['count-objects']],
+    ['walk (git count-objects)', () => ['walk'], () => ['count-objects']],
+    ['-C <absolute dir>: works, as git -C', (f: string) => ['-C', path.dirname(f), 'hash-object', path.basename(f)], (f: string) => ['-C', path.dirname(f), 'hash-object', path.basename(f)]],
+    ['-C <relative dir>', () => ['-C', 'sub', 'hash-object', 'x'], () => ['-C', 'sub', 'hash-object', 'x']],
+  ])('%s: the same message, exit status and output', (_name, ours, theirs) => {
+    const file = path.join(root, 'a-file');
+    fs.writeFileSync(file, 'some content\n');
+    const o = inRemovedDir([process.execPath, BIN, ...ours(file)]);
+    const g = inRemovedDir(['git', ...theirs(file)]);
+    expect(g.stderr).not.toMatch(/^usage/);
+    expect(o).toEqual(g);
+  });
+});

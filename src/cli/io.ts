@@ -2,7 +2,7 @@ import { GitError } from '../errors.js';
 import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
 import { dieOfSignal, isCaughtSignal } from './signals.js';
-import { withStrerror } from './strerror.js';
+import { strerror, withStrerror } from './strerror.js';
 import { WriteFailure, writeStdout } from './output.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
@@ -25,8 +25,21 @@ export function processIo(): Io {
     stderrIsTty: process.stderr.isTTY === true,
     euid: process.geteuid?.(),
     env: process.env,
-    cwd: process.cwd(),
+    // Read when needed: `-C /abs` works from a directory that is gone, as in git.
+    get cwd() {
+      return currentDirectory();
+    },
   };
+}
+
+/** strbuf_getcwd, as setup_git_directory dies of it: a directory removed under us has no name. */
+function currentDirectory(): string {
+  try {
+    return process.cwd();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
+    throw new GitError('io', `Unable to read current working directory: ${strerror(code) ?? code}`);
+  }
 }
 
 /** Usage errors exit 129 with the usage text, like git's parse-options. */
