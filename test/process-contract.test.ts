@@ -106,3 +106,170 @@ describe('a working directory that is gone, as git', () => {
     expect(o).toEqual(g);
   });
 });
+
+/** A process started now: its end (status or signal) and how long after `since()` it came. */
+interface Started {
+  pid: number;
+  ended: Promise<{ status: number | null; signal: NodeJS.Signals | null; stderr: string; at: number }>;
+  kill(sig: NodeJS.Signals): number;
+}
+
+function start(cmd: string, args: string[], cwd: string, stdin: 'pipe' | number): Started & { stdin: NodeJS.WritableStream | null } {
+  const child = spawn(cmd, args, { cwd, env: gitEnv(), stdio: [stdin, 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
+  const ended = new Promise<{ status: number | null; signal: NodeJS.Signals | null; stderr: string; at: number }>((res) =>
+    child.on('close', (status, signal) => res({ status, signal, stderr, at: Date.now() })),
+  );
+  return {
+    pid: child.pid!,
+    ended,
+    stdin: child.stdin,
+    kill: (sig) => {
+      child.kill(sig);
+      return Date.now();
+    },
+  };
+}
+
+/** Is `pid` asleep in a read or an open (its state in /proc/<pid>/stat: S)? */
+async function waitUntilBlocked(pid: number): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  let seen = 0;
+  while (Date.now() < deadline) {
+    const st = fs.readFileSync(`/proc/${pid}/stat`, 'latin1');
+    // Asleep several times in a row: the start-up (loading modules) is behind it.
+    seen = st.slice(st.lastIndexOf(')') + 2)[0] === 'S' ? seen + 1 : 0;
+    if (seen >= 10) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`process ${pid} never waited`);
+}
+
+describe('signals while a read waits (a FIFO without a writer, a stalled pipe), as git', () => {
+  let repo: string;
+  beforeAll(() => {
+    repo = path.join(root, 'sig-repo');
+    expect(spawnSync('git', ['init', '-q', repo], { env: gitEnv() }).status).toBe(0);
+  });
+
+  /** The files under objects/ but loose objects (a temporary object file of -w would be one). */
+  function objectFiles(): string[] {
+    const objects = path.join(repo, '.git/objects');
+    const files = fs.readdirSync(objects, { recursive: true, encoding: 'utf8' }).filter((n) => !fs.statSync(path.join(objects, n)).isDirectory());
+    return files.filter((n) => !/^[0-9a-f]{2}\/[0-9a-f]{38}$/.test(n)).sort();
+  }
+
+  /** Runs ours, then git, each until it waits, then sends `sig`: both die of it, ours within 2 s, nothing left. */
+  async function interrupt(sig: NodeJS.Signals, args: string[], setup: () => { stdin: 'pipe' | number; feed?: (w: NodeJS.WritableStream) => void; done?: () => void }): Promise<void> {
+    const before = objectFiles();
+    const ends: { signal: NodeJS.Signals | null; status: number | null; stderr: string; ms: number }[] = [];
+    for (const [cmd, argv] of [[process.execPath, [BIN, ...args]], ['git', args]] as const) {
+      const s = setup();
+      const p = start(cmd, [...argv], repo, s.stdin);
+      if (p.stdin) s.feed?.(p.stdin);
+      try {
+        await waitUntilBlocked(p.pid);
+        const at = p.kill(sig);
+        const e = await p.ended;
+        ends.push({ signal: e.signal, status: e.status, stderr: e.stderr, ms: e.at - at });
+      } finally {
+        s.done?.();
+        try {
+          process.kill(p.pid, 'SIGKILL');
+        } catch {
+          // ended
+        }
+      }
+    }
+    const [ours, theirs] = ends;
+    expect(theirs!.signal).toBe(sig);
+    expect({ signal: ours!.signal, status: ours!.status, stderr: ours!.stderr }).toEqual({ signal: theirs!.signal, status: theirs!.status, stderr: theirs!.stderr });
+    expect(ours!.ms).toBeLessThan(2000);
+    expect(objectFiles()).toEqual(before);
+  }
+
+  it('hash-object <fifo> without a writer: SIGINT', async () => {
+    const fifo = path.join(root, 'fifo-1');
+    spawnSync('mkfifo', [fifo]);
+    await interrupt('SIGINT', ['hash-object', fifo], () => ({ stdin: 'ignore' as unknown as number }));
+  }, 60_000);
+
+  it('hash-object -w <fifo> whose writer stalls half-way: SIGTERM, no temporary object left', async () => {
+    const fifo = path.join(root, 'fifo-2');
+    spawnSync('mkfifo', [fifo]);
+    let writer: ReturnType<typeof spawn> | undefined;
+    await interrupt('SIGTERM', ['hash-object', '-w', fifo], () => {
+      // A writer that sends some content and keeps the FIFO open.
+      writer = spawn('sh', ['-c', 'printf "half of it" >&3; exec sleep 60', 'sh'], { stdio: ['ignore', 'ignore', 'ignore', fs.openSync(fifo, fs.constants.O_RDWR)] });
+      return { stdin: 'ignore' as unknown as number, done: () => writer?.kill('SIGKILL') };
+    });
+  }, 60_000);
+
+  it.each([
+    ['hash-object --stdin, SIGTERM', ['hash-object', '--stdin'], 'SIGTERM'],
+    ['hash-object -w --stdin, SIGINT', ['hash-object', '-w', '--stdin'], 'SIGINT'],
+    ['hash-object --stdin-paths (a line answered, then nothing), SIGINT', ['hash-object', '--stdin-paths'], 'SIGINT'],
+    ['hash-object -w --stdin-paths, SIGTERM', ['hash-object', '-w', '--stdin-paths'], 'SIGTERM'],
+  ] as [string, string[], NodeJS.Signals][])('%s, on a stalled pipe', async (_name, args, sig) => {
+    fs.writeFileSync(path.join(repo, 'f'), 'content\n');
+    await interrupt(sig, args, () => ({ stdin: 'pipe', feed: (w) => w.write(args.includes('--stdin-paths') ? 'f\n' : 'partial content') }));
+  }, 60_000);
+  it('hash-object --stdin waiting on a terminal (a pty from script(1)): SIGTERM', async () => {
+    const ends: { signal: string; ms: number }[] = [];
+    for (const argv of [[process.execPath, BIN], ['git']]) {
+      const pidFile = path.join(root, `tty-pid-${ends.length}`);
+      // The command reads the pty script gives it; its pid is written first, for the signal.
+      const inner = `echo $$ > '${pidFile}'; exec ${argv.map((a) => `'${a}'`).join(' ')} hash-object --stdin`;
+      const p = spawn('script', ['-qec', inner, '/dev/null'], { cwd: repo, env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+      const ended = new Promise<string>((res) => p.on('close', (code) => res(String(code))));
+      try {
+        while (!fs.existsSync(pidFile) || fs.readFileSync(pidFile, 'utf8').trim() === '') await new Promise((r) => setTimeout(r, 20));
+        const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+        await waitUntilBlocked(pid);
+        const at = Date.now();
+        process.kill(pid, 'SIGTERM');
+        // script(1) exits with its child's status: 128 + 15 for a death by SIGTERM.
+        ends.push({ signal: await ended, ms: Date.now() - at });
+      } finally {
+        p.kill('SIGKILL');
+      }
+    }
+    expect(ends[1]!.signal).toBe('143');
+    expect(ends[0]!.signal).toBe(ends[1]!.signal);
+    expect(ends[0]!.ms).toBeLessThan(2000);
+  }, 60_000);
+});
+
+describe('an input that never ends (hash-object --stdin </dev/zero), as git', () => {
+  it("under an address-space limit: git's 'Out of memory, realloc failed', 128, not a V8 crash", () => {
+    const zero = fs.openSync('/dev/zero', 'r');
+    try {
+      const limit = ['--as=' + (1536 << 20)];
+      const ours = outcome(spawnSync('prlimit', [...limit, process.execPath, BIN, 'hash-object', '--stdin'], { env: gitEnv(), encoding: 'utf8', stdio: [zero, 'pipe', 'pipe'], cwd: root }));
+      const theirs = outcome(spawnSync('prlimit', [...limit, 'git', 'hash-object', '--stdin'], { env: gitEnv(), encoding: 'utf8', stdio: [zero, 'pipe', 'pipe'], cwd: root }));
+      expect(theirs).toEqual({ status: 128, signal: null, stdout: '', stderr: 'fatal: Out of memory, realloc failed\n' });
+      expect(ours).toEqual(theirs);
+    } finally {
+      fs.closeSync(zero);
+    }
+  }, 120_000);
+
+  it('under timeout: SIGTERM ends it within 2 s (143, as git), its memory bounded meanwhile', async () => {
+    const zero = fs.openSync('/dev/zero', 'r');
+    try {
+      for (const [cmd, argv] of [[process.execPath, [BIN, 'hash-object', '--stdin']], ['git', ['hash-object', '--stdin']]] as const) {
+        const p = start(cmd, [...argv], root, zero);
+        await new Promise((r) => setTimeout(r, 1500));
+        const rss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'latin1'))![1]) * 1024;
+        const at = p.kill('SIGTERM');
+        const e = await p.ended;
+        expect(e.signal).toBe('SIGTERM');
+        expect(e.at - at).toBeLessThan(2000);
+        expect(rss).toBeLessThan(6 * 2 ** 30);
+      }
+    } finally {
+      fs.closeSync(zero);
+    }
+  }, 60_000);
+});

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, openSync, type Stats } from 'node:fs';
+import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
 import { SHA1, toHex, type HashAlgo } from '../hash/algo.js';
@@ -21,7 +21,7 @@ import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js
 import { readPlainConfig, writeSettings, type WriteSettings } from './hash-object-config.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
-import { readToEnd } from './read-loop.js';
+import { OutOfMemory, readToEnd } from './read-loop.js';
 import { strerror } from './strerror.js';
 
 /**
@@ -101,6 +101,21 @@ export function openTarget(p: string | Buffer, base: string, baseSlash: Buffer):
   if (typeof p === 'string') return resolve(base, p);
   if (p[0] === 0x2f) return p;
   return Buffer.concat([baseSlash, p], baseSlash.length + p.length);
+}
+
+/**
+ * xopen(path, O_RDONLY): a FIFO's open waits for a writer, so it is opened on libuv's threadpool,
+ * where the wait holds no signal back; anything else at once.
+ */
+async function openForReading(target: string | Buffer): Promise<number> {
+  let fifo = false;
+  try {
+    fifo = statSync(target, { throwIfNoEntry: false })?.isFIFO() === true;
+  } catch {
+    // the open below says why, in git's words
+  }
+  if (!fifo) return openSync(target, 'r');
+  return new Promise((resolve, reject) => open(target, 'r', (e, fd) => (e ? reject(e) : resolve(fd))));
 }
 
 export class Session {
@@ -269,16 +284,16 @@ export class Session {
     if (!st.isFile()) {
       if (crlf) return false; // a pipe is read once: git must be the one reading it
       // index_pipe / strbuf_read: everything in memory (a directory fails to read).
-      let data: Buffer;
-      try {
-        data = readToEnd(fd);
-      } catch (e) {
-        throw this.unable(label, [], e);
-      }
-      await this.fromMemory(data, shown);
+      await this.fromMemory(await this.readPipe(fd, label, null), shown);
       return true;
     }
     const size = st.size;
+    if (size === 0) {
+      // A file whose size stat cannot tell (/proc): index_core hashes "" for a size of 0, and
+      // hash_literally reads to EOF (strbuf_read) whatever the size says.
+      await this.fromMemory(o.literally ? await this.readPipe(fd, label, 0) : Buffer.alloc(0), shown);
+      return true;
+    }
     if (!o.literally && o.type !== 'blob') {
       // index_core: commits, trees and tags are checked, so they are read whole (git maps them).
       await this.fromMemory(this.readWhole(fd, size, label, indexing), shown);
@@ -292,7 +307,10 @@ export class Session {
     try {
       id = hashFdSync(fd, o.type, size, this.algo, indexing, this.readBuffer(size), cr?.inspect);
     } catch (e) {
-      throw this.readFailure(e, label, indexing);
+      if (!o.literally || !(e instanceof ContentSizeError)) throw this.readFailure(e, label, indexing);
+      // hash_literally never trusted the size: what a read to EOF gives (a sysfs file, one that changed).
+      await this.fromMemory(await this.readPipe(fd, label, 0), shown);
+      return true;
     }
     if (cr?.seen) {
       if (decision !== 'crlf-text' || o.write) return false;
@@ -302,6 +320,16 @@ export class Session {
     if (o.write) await this.writeFrom(id, { fd, size, label: indexing }, packed, label);
     this.emit(toHex(id));
     return true;
+  }
+
+  /** strbuf_read from `from` (null: the descriptor's position) to EOF; git's OOM message when it never ends. */
+  private async readPipe(fd: number, label: string | undefined, from: number | null): Promise<Buffer> {
+    try {
+      return await readToEnd(fd, undefined, from);
+    } catch (e) {
+      if (e instanceof OutOfMemory) throw e;
+      throw this.unable(label, [], e);
+    }
   }
 
   private readBuffer(size: number): Buffer {
@@ -388,7 +416,7 @@ export class Session {
     }
     let fd: number;
     try {
-      fd = openSync(openTarget(item.open, this.base, this.baseSlash), 'r');
+      fd = await openForReading(openTarget(item.open, this.base, this.baseSlash));
     } catch (e) {
       throw new HashObjectError('io', `could not open '${item.shown}' for reading: ${strerror(e)}`, [], { cause: e });
     }

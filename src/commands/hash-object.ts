@@ -183,7 +183,7 @@ async function hashFiles(s: Session): Promise<void> {
  */
 async function hashStdinPaths(s: Session): Promise<void> {
   const reader = new LineReader(s.o.stdinFd ?? 0);
-  for (let lines = reader.next(); lines !== undefined; lines = reader.next()) {
+  for (let lines = await reader.next(); lines !== undefined; lines = await reader.next()) {
     s.hooks.signal?.throwIfAborted();
     const paths: Buffer[] = [];
     for (const raw of lines) {
