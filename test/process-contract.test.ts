@@ -273,3 +273,27 @@ describe('an input that never ends (hash-object --stdin </dev/zero), as git', ()
     }
   }, 60_000);
 });
+
+describe('files under /proc (stat says size 0, a read gives more), as git', () => {
+  it.each([
+    [['hash-object', '/proc/version']],
+    [['hash-object', '--literally', '/proc/version']],
+    [['hash-object', '--literally', '-t', 'blob', '/proc/version', '/proc/cmdline']],
+    [['hash-object', '-t', 'commit', '/proc/version']],
+    [['hash-object', '--no-filters', '/proc/version', '/proc/self/status']],
+  ])('%j: the same ids, message and exit status', (args) => {
+    const r = both(args, args, { cwd: root });
+    expect(r.ours).toEqual(r.git);
+  });
+
+  it('--stdin-paths and -w: the same ids, and git reads back the object written', () => {
+    const repo = path.join(root, 'proc-repo');
+    expect(spawnSync('git', ['init', '-q', repo], { env: gitEnv() }).status).toBe(0);
+    const paths = both(['hash-object', '--stdin-paths'], ['hash-object', '--stdin-paths'], { cwd: repo, input: '/proc/version\n/proc/self/stat\n' });
+    expect(paths.ours).toEqual(paths.git);
+    const ours = outcome(spawnSync(process.execPath, [BIN, 'hash-object', '-w', '--literally', '/proc/version'], { cwd: repo, env: gitEnv(), encoding: 'utf8' }));
+    const id = ours.stdout.trim();
+    expect(ours).toEqual(outcome(spawnSync('git', ['hash-object', '--literally', '/proc/version'], { cwd: repo, env: gitEnv(), encoding: 'utf8' })));
+    expect(spawnSync('git', ['cat-file', 'blob', id], { cwd: repo, env: gitEnv(), encoding: 'utf8' }).stdout).toBe(fs.readFileSync('/proc/version', 'utf8'));
+  });
+});
