@@ -9,7 +9,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fixturePath } from './fixtures/index.js';
-import { gitEnv } from './helpers/git.js';
+import { useFixtureCopy } from './helpers/fixture-copy.js';
+import { leftovers } from './helpers/faults.js';
+import { gitEnv, listPacks, objectSet } from './helpers/git.js';
 import { BIN } from './helpers/tool.js';
 
 let root: string;
@@ -296,4 +298,50 @@ describe('files under /proc (stat says size 0, a read gives more), as git', () =
     expect(ours).toEqual(outcome(spawnSync('git', ['hash-object', '--literally', '/proc/version'], { cwd: repo, env: gitEnv(), encoding: 'utf8' })));
     expect(spawnSync('git', ['cat-file', 'blob', id], { cwd: repo, env: gitEnv(), encoding: 'utf8' }).stdout).toBe(fs.readFileSync('/proc/version', 'utf8'));
   });
+});
+
+describe('a signal while git runs for us (git fsck, git index-pack): passed on, as git passes it to its children', () => {
+  it.each([
+    ['--fsck=full', 'fsck', 'SIGTERM'],
+    ['--fsck=connectivity', 'fsck', 'SIGINT'],
+    ['--fsck=changed', 'index-pack', 'SIGTERM'],
+  ] as [string, string, NodeJS.Signals][])('%s, %s running, %s: the child gets it, we die of it within 2 s, nothing left, nothing changed', async (mode, sub, sig) => {
+    const repo = useFixtureCopy('multi-pack');
+    const before = objectSet(repo);
+    const packs = listPacks(repo).sort();
+    const bin = fs.mkdtempSync(path.join(root, 'stub-'));
+    const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+    // A git whose `sub` says it started, then waits; the signal it gets is written down.
+    const got = path.join(bin, 'got');
+    const started = path.join(bin, 'started');
+    const stub = [
+      '#!/bin/sh',
+      `case " $* " in *" ${sub} "*)`,
+      `  trap 'echo TERM > "${got}"; kill $w; exit 143' TERM; trap 'echo INT > "${got}"; kill $w; exit 130' INT`,
+      `  : > "${started}"; sleep 60 & w=$!; wait $w; exit 0;;`,
+      'esac',
+      `exec '${realGit}' "$@"`,
+    ].join('\n');
+    fs.writeFileSync(path.join(bin, 'git'), stub + '\n', { mode: 0o755 });
+    const child = spawn(process.execPath, [BIN, mode, '--graph-compression=0', '-q'], { cwd: repo, env: gitEnv({ PATH: `${bin}:${process.env.PATH}` }), stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const ended = new Promise<NodeJS.Signals | null>((res) => child.on('close', (_c, s) => res(s)));
+    try {
+      const deadline = Date.now() + 60_000;
+      while (!fs.existsSync(started) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(fs.existsSync(started)).toBe(true);
+      const at = Date.now();
+      child.kill(sig);
+      expect(await ended).toBe(sig);
+      expect(Date.now() - at).toBeLessThan(2000);
+      expect(stderr).toBe('');
+      expect(fs.readFileSync(got, 'utf8')).toBe(`${sig.slice(3)}\n`);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    expect(leftovers(repo)).toEqual([]);
+    expect(listPacks(repo).sort()).toEqual(packs);
+    expect(objectSet(repo)).toEqual(before);
+  }, 90_000);
 });

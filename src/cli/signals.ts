@@ -12,7 +12,8 @@ type CaughtSignal = (typeof SIGNALS)[number];
  * caller sees 130, 143, 129 or 141 exactly as from git.
  */
 export function dieOfSignal(sig: CaughtSignal): never {
-  removeRegisteredPaths();
+  // The children get the same signal first and are waited for, as by git's cleanup_children.
+  removeRegisteredPaths(sig);
   // With no listener left, Node gives the signal back its default action (SIGPIPE too).
   for (const s of SIGNALS) process.removeAllListeners(s);
   process.kill(process.pid, sig);

@@ -300,7 +300,7 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
         { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined, base: join(packDir, `pack-${hex}`) },
         ...listPacks(repo.objectsDir).map((p) => ({ pack: p.base + '.pack', idx: p.base + '.idx', rev: p.rev ? p.base + '.rev' : undefined, promisor: p.promisor ? p.base + '.promisor' : undefined, base: p.base })),
       ]);
-      const f = runGitFsck(repo.gitDir, viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
+      const f = await runGitFsck(repo.gitDir, viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
     }
     if (!exists) installPack(packDir, hex, { pack: written.packPath, idx: written.idxPath, rev: written.revPath, promisor: promisor ? promisorTmp : undefined }, shared);
