@@ -1,4 +1,5 @@
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
+import { KilledBySignal, killOnSignal, pipeToChild } from '../cleanup.js';
 import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
@@ -101,6 +102,40 @@ export function openTarget(p: string | Buffer, base: string, baseSlash: Buffer):
   if (typeof p === 'string') return resolve(base, p);
   if (p[0] === 0x2f) return p;
   return Buffer.concat([baseSlash, p], baseSlash.length + p.length);
+}
+
+/** A git run to its end: its output, or why it could not start. */
+interface GitRun {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: Buffer;
+  error?: Error;
+}
+
+/** git with `stdin` (a descriptor it shares, or bytes), without holding the event loop. */
+function runGit(args: string[], o: { cwd: string; env: NodeJS.ProcessEnv; stdin: number | Buffer }): Promise<GitRun> {
+  return new Promise((resolve) => {
+    const child = killOnSignal(spawn('git', args, { cwd: o.cwd, env: o.env, stdio: [typeof o.stdin === 'number' ? o.stdin : 'pipe', 'pipe', 'pipe'] }));
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
+    // A SIGPIPE from writing into a git that stopped reading is that pipe's: its exit says why.
+    const pipeClosed = typeof o.stdin === 'number' ? () => undefined : pipeToChild();
+    if (typeof o.stdin !== 'number') {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(o.stdin);
+    }
+    const done = (status: number | null, signal: NodeJS.Signals | null, error?: Error): void =>
+      // The signal, raised during a write, is handled at a later turn: the pipe stays ours until then.
+      void setImmediate(() => {
+        pipeClosed();
+        resolve({ status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error ? { error } : {}) });
+      });
+    child.on('error', (e) => done(null, null, e));
+    child.on('close', (status, signal) => done(status, signal));
+  });
 }
 
 /**
@@ -241,21 +276,19 @@ export class Session {
     this.hooks.onIds(text);
   }
 
-  /** Runs `git hash-object` for one item: git converts it exactly as it would. */
-  delegate(d: Delegation): string {
+  /**
+   * Runs `git hash-object` for one item: git converts it exactly as it would. Not spawnSync: git
+   * may wait on our standard input, and a signal to us must reach it (killOnSignal) meanwhile.
+   */
+  async delegate(d: Delegation): Promise<string> {
     this.flush();
     const env: NodeJS.ProcessEnv = { ...this.o.env };
     if (this.o.gitDir !== undefined) env.GIT_DIR = this.o.gitDir;
     const full = ['hash-object', ...(this.o.write ? ['-w'] : []), ...d.args];
-    const r = spawnSync('git', full, {
-      cwd: this.o.cwd,
-      env,
-      stdio: [d.input === 'stdin' ? (this.o.stdinFd ?? 0) : 'pipe', 'pipe', 'pipe'],
-      ...(d.input === 'stdin' ? {} : { input: d.input }),
-      maxBuffer: 1 << 26,
-    });
+    const r = await runGit(full, { cwd: this.o.cwd, env, stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input });
     if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
-    const stderr = r.stderr?.toString('utf8') ?? '';
+    const stderr = r.stderr.toString('utf8');
+    if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
     if (r.status !== 0) throw new DelegatedGitFailed(r.status ?? 128, stderr);
     if (stderr !== '') this.hooks.onStderr?.(stderr);
     this.result.delegated++;
@@ -406,7 +439,7 @@ export class Session {
   async hashItem(item: Item, decision: Decision, delegation: () => Delegation): Promise<void> {
     this.hooks.signal?.throwIfAborted();
     if (decision === 'delegate') {
-      this.emit(this.delegate(delegation()));
+      this.emit(await this.delegate(delegation()));
       return;
     }
     if (item.open === undefined) {
@@ -426,7 +459,7 @@ export class Session {
     } finally {
       closeSync(fd);
     }
-    if (!done) this.emit(this.delegate(delegation()));
+    if (!done) this.emit(await this.delegate(delegation()));
   }
 
   /** Ids of regular files ahead of their turn (no -w, blobs): see pre-hash.ts. */
