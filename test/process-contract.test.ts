@@ -345,3 +345,42 @@ describe('a signal while git runs for us (git fsck, git index-pack): passed on, 
     expect(objectSet(repo)).toEqual(before);
   }, 90_000);
 });
+
+describe('names that are not UTF-8 (git takes any bytes), as git', () => {
+  /**
+   * Runs `cmd` in sh, where `$d` is a directory named d\377 holding a repository r and `$f` a file
+   * named f\376 in it (Node's strings cannot carry those bytes; sh builds them); `run` is ours or git.
+   */
+  function sh(cmd: string, run: 'ours' | 'git'): { status: number | null; stdout: Buffer; stderr: Buffer } {
+    const top = fs.mkdtempSync(path.join(root, 'bytes-'));
+    const setup = `d=$(printf 'd\\377'); f=$(printf 'f\\376'); mkdir "$d" && git init -q "$d/r" && printf 'hello\\n' > "$d/r/$f" || exit 99`;
+    const fn = run === 'ours' ? 'run() { "$NODE" "$BIN" "$@"; }' : 'run() { git "$@"; }';
+    const r = spawnSync('sh', ['-c', `${setup}\n${fn}\n${cmd}`], { cwd: top, env: gitEnv({ NODE: process.execPath, BIN }) });
+    if (r.error) throw r.error;
+    return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  it.each([
+    ['hash-object <file named f\\376>', 'cd "$d/r" && run hash-object "$f"'],
+    ['hash-object <dir d\\377>/r/<f\\376>', 'run hash-object "$d/r/$f" "$PWD/$d/r/$f"'],
+    ['hash-object of a missing name: the bytes in the message', 'run hash-object "x$f"'],
+    ['hash-object --stdin-paths', 'printf "%s\\n" "$d/r/$f" | run hash-object --stdin-paths'],
+    ['-C <d\\377/r> hash-object -w <f\\376>: written there', 'run -C "$d/r" hash-object -w "$f" && git -C "$d/r" cat-file -p "$(git -C "$d/r" hash-object "$f")"'],
+    ['-C <d\\377> -C r (relative, in turn)', 'run -C "$d" -C r hash-object -w "$f" && git -C "$d/r" count-objects'],
+    ['-C <missing name>: the bytes in the message', 'run -C "x$d" hash-object "$f"'],
+    ['run from d\\377/r (git -C there): -w writes into that repository', 'cd "$d/r" && run hash-object -w "$f" && git count-objects'],
+  ])('%s: the same output, message and exit status', (_name, cmd) => {
+    const ours = sh(cmd, 'ours');
+    const theirs = sh(cmd, 'git');
+    expect(theirs.status).not.toBe(99);
+    expect(ours).toEqual(theirs);
+  });
+
+  it('the rewrite runs in a repository under d\\377, as git repack does', () => {
+    const cmd = 'cd "$d/r" && git add . && git commit -qm one && git repack -adq && run --graph-compression=0 -q && git count-objects -v | grep -E "^(count|in-pack|packs):" && git fsck --strict --no-dangling';
+    const ours = sh(cmd.replace('run --graph-compression=0 -q', `'${process.execPath}' '${BIN}' --graph-compression=0 -q`), 'git');
+    expect(ours.stderr.toString()).toBe('');
+    expect(ours.status).toBe(0);
+    expect(ours.stdout.toString()).toBe('count: 0\nin-pack: 3\npacks: 1\n');
+  });
+});

@@ -4,6 +4,8 @@ import { armFaults } from '../store/files.js';
 import { dieOfSignal, isCaughtSignal } from './signals.js';
 import { strerror, withStrerror } from './strerror.js';
 import { WriteFailure, writeStdout } from './output.js';
+import { currentDirectoryString } from './argv.js';
+import { encodeEscaped, hasEscapedBytes } from '../commands/arg-bytes.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
@@ -21,7 +23,7 @@ export function processIo(): Io {
   armFaults(process.env.GIT_REPACK_TS_FAULT, process.env.GIT_REPACK_TS_FAULT_TRACE);
   return {
     out: writeStdout,
-    err: (t) => void process.stderr.write(t),
+    err: (t) => void process.stderr.write(hasEscapedBytes(t) ? encodeEscaped(t) : t),
     stderrIsTty: process.stderr.isTTY === true,
     euid: process.geteuid?.(),
     env: process.env,
@@ -35,7 +37,7 @@ export function processIo(): Io {
 /** strbuf_getcwd, as setup_git_directory dies of it: a directory removed under us has no name. */
 function currentDirectory(): string {
   try {
-    return process.cwd();
+    return currentDirectoryString();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
     throw new GitError('io', `Unable to read current working directory: ${strerror(code) ?? code}`);

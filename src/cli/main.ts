@@ -8,6 +8,8 @@ import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, report
 import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
 import { stdoutFailure } from './output.js';
+import { directoryString, rawArguments } from './argv.js';
+import { encodeEscaped, fsPath, hasEscapedBytes } from '../commands/arg-bytes.js';
 import { disableZstd } from '../codec/zstd.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
@@ -139,7 +141,9 @@ function changeDirectory(from: string | undefined, p: string, io: Io): string {
   const next = resolve(base ?? '/', p);
   let why: string | undefined;
   try {
-    if (!statSync(next).isDirectory()) why = strerror('ENOTDIR');
+    if (!statSync(fsPath(next)).isDirectory()) why = strerror('ENOTDIR');
+    // A name that is not UTF-8: a string that reaches the directory all the same.
+    else if (hasEscapedBytes(next)) return directoryString(encodeEscaped(next));
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
     why = strerror(code) ?? code;
@@ -159,7 +163,7 @@ async function mainHelp(): Promise<string> {
 export async function run(): Promise<void> {
   installSignalCleanup();
   const io = processIo();
-  const code = await main(process.argv.slice(2), io);
+  const code = await main(rawArguments(), io);
   // A few more turns of the event loop: a signal that arrived during the last synchronous stretch
   // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
   // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).

@@ -1,6 +1,7 @@
 import { fstatSync, writeSync } from 'node:fs';
 import { isatty } from 'node:tty';
 import { strerror } from './strerror.js';
+import { encodeEscaped } from '../commands/arg-bytes.js';
 
 /**
  * Standard output as git treats it (git.c's `run_builtin`, write-or-die.c's `maybe_flush_or_die`):
@@ -43,11 +44,12 @@ function stdoutMode(): 'sync' | 'stream' {
 /** Writes `text` to stdout; throws WriteFailure once a write has failed. */
 export function writeStdout(text: string): void {
   if (failure !== undefined) throw new WriteFailure(failure);
+  // A name that is not UTF-8 goes out as the bytes it stands for (commands/arg-bytes.ts).
+  const buf = encodeEscaped(text);
   if (stdoutMode() === 'stream') {
-    process.stdout.write(text);
+    process.stdout.write(buf);
     return;
   }
-  const buf = Buffer.from(text, 'utf8');
   try {
     for (let at = 0; at < buf.length; ) at += writeSync(1, buf, at, buf.length - at);
   } catch (e) {

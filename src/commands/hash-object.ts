@@ -6,6 +6,7 @@ import { readPlainConfig } from './hash-object-config.js';
 import type { PreHashed } from './pre-hash.js';
 import { Session } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
+import { encodeEscaped, fsPath } from './arg-bytes.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { LineReader, regularFileSize } from './read-loop.js';
 
@@ -157,14 +158,14 @@ async function hashFiles(s: Session): Promise<void> {
     const arg = o.files[i]!;
     const shown = s.prefixed(arg);
     const label = o.noFilters ? undefined : (vpath ?? shown);
-    return s.hashItem({ open: shown, vpath: label, shown }, decision, () => ({
+    return s.hashItem({ open: fsPath(shown), vpath: label, shown }, decision, () => ({
       args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
       input: Buffer.alloc(0),
     }));
   };
   if (!o.write && o.type === 'blob' && o.path === undefined) {
     // Each file's own path names its attributes: a batch, as for --stdin-paths.
-    await hashBatch(s, o.files.map((f) => Buffer.from(s.prefixed(f))), hashOne);
+    await hashBatch(s, o.files.map((f) => encodeEscaped(s.prefixed(f))), hashOne);
     return;
   }
   let decisions: Decision[];
