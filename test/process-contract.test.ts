@@ -24,6 +24,16 @@ afterAll(() => {
   fs.rmSync(root, { recursive: true, force: true });
 });
 
+/** `p`, or a rejection after `ms`: a process that ignores a signal fails the test instead of hanging it. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_res, rej) => (timer = setTimeout(() => rej(new Error(`${what}: still running after ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
+}
+
+/** Every command the tests run synchronously ends within this (killed otherwise: the test fails, no process is left). */
+const SYNC_LIMIT = { timeout: 60_000, killSignal: 'SIGKILL' as const };
+
 interface Outcome {
   status: number | null;
   signal: NodeJS.Signals | null;
@@ -38,7 +48,7 @@ function outcome(r: ReturnType<typeof spawnSync>): Outcome {
 
 /** Ours (`git-repack-ts <args>`) and git (`git <gitArgs>`), each in the same setup. */
 function both(args: (string | Buffer)[], gitArgs: (string | Buffer)[], opts: SpawnSyncOptions): { ours: Outcome; git: Outcome } {
-  const o: SpawnSyncOptions = { env: gitEnv(), encoding: 'utf8', ...opts };
+  const o: SpawnSyncOptions = { env: gitEnv(), encoding: 'utf8', ...SYNC_LIMIT, ...opts };
   return {
     ours: outcome(spawnSync(process.execPath, [BIN, ...(args as string[])], o)),
     git: outcome(spawnSync('git', gitArgs as string[], o)),
@@ -91,7 +101,7 @@ describe('a working directory that is gone, as git', () => {
   /** Runs `argv` from a directory removed just before (sh cds into it, removes it, then execs). */
   function inRemovedDir(argv: string[]): Outcome {
     const dir = fs.mkdtempSync(path.join(root, 'gone-'));
-    return outcome(spawnSync('sh', ['-c', 'cd "$1" && rmdir "$1" && shift && exec "$@"', 'sh', dir, ...argv], { env: gitEnv(), encoding: 'utf8' }));
+    return outcome(spawnSync('sh', ['-c', 'cd "$1" && rmdir "$1" && shift && exec "$@"', 'sh', dir, ...argv], { env: gitEnv(), encoding: 'utf8', ...SYNC_LIMIT }));
   }
   it.each([
     ['hash-object <abs file>', (f: string) => ['hash-object', f], (f: string) => ['hash-object', f]],
@@ -173,7 +183,7 @@ describe('signals while a read waits (a FIFO without a writer, a stalled pipe), 
       try {
         await waitUntilBlocked(p.pid);
         const at = p.kill(sig);
-        const e = await p.ended;
+        const e = await within(p.ended, 5000, `${cmd} ${argv.join(' ')} after ${sig}`);
         ends.push({ signal: e.signal, status: e.status, stderr: e.stderr, ms: e.at - at });
       } finally {
         s.done?.();
@@ -225,16 +235,18 @@ describe('signals while a read waits (a FIFO without a writer, a stalled pipe), 
       const inner = `echo $$ > '${pidFile}'; exec ${argv.map((a) => `'${a}'`).join(' ')} hash-object --stdin`;
       const p = spawn('script', ['-qec', inner, '/dev/null'], { cwd: repo, env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
       const ended = new Promise<string>((res) => p.on('close', (code) => res(String(code))));
+      let pid = 0;
       try {
         while (!fs.existsSync(pidFile) || fs.readFileSync(pidFile, 'utf8').trim() === '') await new Promise((r) => setTimeout(r, 20));
-        const pid = Number(fs.readFileSync(pidFile, 'utf8'));
+        pid = Number(fs.readFileSync(pidFile, 'utf8'));
         await waitUntilBlocked(pid);
         const at = Date.now();
         process.kill(pid, 'SIGTERM');
         // script(1) exits with its child's status: 128 + 15 for a death by SIGTERM.
-        ends.push({ signal: await ended, ms: Date.now() - at });
+        ends.push({ signal: await within(ended, 5000, 'hash-object on a terminal after SIGTERM'), ms: Date.now() - at });
       } finally {
         p.kill('SIGKILL');
+        if (pid > 0) spawnSync('kill', ['-KILL', String(pid)]);
       }
     }
     expect(ends[1]!.signal).toBe('143');
@@ -248,7 +260,7 @@ describe('an input that never ends (hash-object --stdin </dev/zero), as git', ()
     const zero = fs.openSync('/dev/zero', 'r');
     try {
       const limit = ['--as=' + (1536 << 20)];
-      const ours = outcome(spawnSync('prlimit', [...limit, process.execPath, BIN, 'hash-object', '--stdin'], { env: gitEnv(), encoding: 'utf8', stdio: [zero, 'pipe', 'pipe'], cwd: root }));
+      const ours = outcome(spawnSync('prlimit', [...limit, process.execPath, BIN, 'hash-object', '--stdin'], { env: gitEnv(), encoding: 'utf8', stdio: [zero, 'pipe', 'pipe'], cwd: root, ...SYNC_LIMIT }));
       const theirs = outcome(spawnSync('prlimit', [...limit, 'git', 'hash-object', '--stdin'], { env: gitEnv(), encoding: 'utf8', stdio: [zero, 'pipe', 'pipe'], cwd: root }));
       expect(theirs).toEqual({ status: 128, signal: null, stdout: '', stderr: 'fatal: Out of memory, realloc failed\n' });
       expect(ours).toEqual(theirs);
@@ -265,7 +277,12 @@ describe('an input that never ends (hash-object --stdin </dev/zero), as git', ()
         await new Promise((r) => setTimeout(r, 1500));
         const rss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${p.pid}/status`, 'latin1'))![1]) * 1024;
         const at = p.kill('SIGTERM');
-        const e = await p.ended;
+        let e: Awaited<typeof p.ended>;
+        try {
+          e = await within(p.ended, 5000, `${cmd} reading /dev/zero after SIGTERM`);
+        } finally {
+          p.kill('SIGKILL');
+        }
         expect(e.signal).toBe('SIGTERM');
         expect(e.at - at).toBeLessThan(2000);
         expect(rss).toBeLessThan(6 * 2 ** 30);
@@ -333,7 +350,7 @@ describe('a signal while git runs for us (git fsck, git index-pack): passed on, 
       expect(fs.existsSync(started)).toBe(true);
       const at = Date.now();
       child.kill(sig);
-      expect(await ended).toBe(sig);
+      expect(await within(ended, 5000, `the rewrite after ${sig}`)).toBe(sig);
       expect(Date.now() - at).toBeLessThan(2000);
       expect(stderr).toBe('');
       expect(fs.readFileSync(got, 'utf8')).toBe(`${sig.slice(3)}\n`);
@@ -355,7 +372,7 @@ describe('names that are not UTF-8 (git takes any bytes), as git', () => {
     const top = fs.mkdtempSync(path.join(root, 'bytes-'));
     const setup = `d=$(printf 'd\\377'); f=$(printf 'f\\376'); mkdir "$d" && git init -q "$d/r" && printf 'hello\\n' > "$d/r/$f" || exit 99`;
     const fn = run === 'ours' ? 'run() { "$NODE" "$BIN" "$@"; }' : 'run() { git "$@"; }';
-    const r = spawnSync('sh', ['-c', `${setup}\n${fn}\n${cmd}`], { cwd: top, env: gitEnv({ NODE: process.execPath, BIN }) });
+    const r = spawnSync('sh', ['-c', `${setup}\n${fn}\n${cmd}`], { cwd: top, env: gitEnv({ NODE: process.execPath, BIN }), ...SYNC_LIMIT });
     if (r.error) throw r.error;
     return { status: r.status, stdout: r.stdout, stderr: r.stderr };
   }
@@ -364,7 +381,6 @@ describe('names that are not UTF-8 (git takes any bytes), as git', () => {
     ['hash-object <file named f\\376>', 'cd "$d/r" && run hash-object "$f"'],
     ['hash-object <dir d\\377>/r/<f\\376>', 'run hash-object "$d/r/$f" "$PWD/$d/r/$f"'],
     ['hash-object of a missing name: the bytes in the message', 'run hash-object "x$f"'],
-    ['hash-object --stdin-paths', 'printf "%s\\n" "$d/r/$f" | run hash-object --stdin-paths'],
     ['-C <d\\377/r> hash-object -w <f\\376>: written there', 'run -C "$d/r" hash-object -w "$f" && git -C "$d/r" cat-file -p "$(git -C "$d/r" hash-object "$f")"'],
     ['-C <d\\377> -C r (relative, in turn)', 'run -C "$d" -C r hash-object -w "$f" && git -C "$d/r" count-objects'],
     ['-C <missing name>: the bytes in the message', 'run -C "x$d" hash-object "$f"'],
