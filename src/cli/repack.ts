@@ -52,17 +52,20 @@ function pct(a: number, b: number): string {
 
 export async function runRepack(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, REPACK_USAGE, (y) =>
-    withRepackHabits(withLevelOptions(y))
-      .option('dry-run', { alias: 'n', type: 'boolean', default: false })
-      .option('json', { type: 'boolean', default: false })
-      .option('keep-pack', { type: 'string', array: true })
-      .option('zstd', { type: 'string', optionalValue: true })
-      .option('output', { alias: 'o', type: 'string' })
-      .option('dict-size', { type: 'string' })
-      .option('dict', { type: 'boolean', default: true })
-      .option('dict-trainer', { type: 'string' })
-      .option('quiet', { alias: 'q', type: 'boolean' })
-      .option('progress', { type: 'boolean' }),
+    // git repack's own options last: ambiguous prefixes name ours first, as before them.
+    withRepackHabits(
+      withLevelOptions(y)
+        .option('dry-run', { alias: 'n', type: 'boolean', default: false })
+        .option('json', { type: 'boolean', default: false })
+        .option('keep-pack', { type: 'string', array: true })
+        .option('zstd', { type: 'string', optionalValue: true })
+        .option('output', { alias: 'o', type: 'string' })
+        .option('dict-size', { type: 'string' })
+        .option('dict', { type: 'boolean', default: true })
+        .option('dict-trainer', { type: 'string' })
+        .option('quiet', { alias: 'q', type: 'boolean' })
+        .option('progress', { type: 'boolean' }),
+    ),
   );
   refuseRepackHabits(o, REPACK_USAGE);
   const extra = positionals(o);
