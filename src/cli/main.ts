@@ -165,7 +165,7 @@ export async function run(): Promise<void> {
   const io = processIo();
   const code = await main(rawArguments(), io);
   // A few more turns of the event loop: a signal that arrived during the last synchronous stretch
-  // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
+  // (the install, a scan) is handled, and we die of it as git would, rather than lose it (the
   // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   // What a pipe has not taken yet is still queued in Node (a full pipe: EAGAIN): it is written
