@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 
 /**
  * What to remove when the process dies by a signal, like the lists of git's tempfile.c and
@@ -72,30 +72,55 @@ export function writingToChild(): boolean {
 }
 
 /** Children still writing into what is registered (git index-pack into the check's directory). */
-const children = new Set<{ kill(signal?: NodeJS.Signals): boolean }>();
+const children = new Set<{ kill(signal?: NodeJS.Signals): boolean; pid?: number | undefined }>();
+
+/** Has process `pid` ended (a zombie not yet reaped counts: the event loop that reaps it is not running)? */
+function ended(pid: number | undefined): boolean {
+  if (pid === undefined) return true;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    return /^[ZX]/.test(stat.slice(stat.lastIndexOf(')') + 2));
+  } catch {
+    return true;
+  }
+}
+
+/** Waits, from a signal handler (no event loop), up to `ms` for every registered child to end. */
+function waitForChildren(ms: number): boolean {
+  const deadline = Date.now() + ms;
+  const nap = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    if ([...children].every((c) => ended(c.pid))) return true;
+    if (Date.now() >= deadline) return false;
+    Atomics.wait(nap, 0, 0, 5);
+  }
+}
 
 /**
- * Kills `child` before the registered paths are removed on a signal: a child still writing
- * into a directory being removed could leave a file in it, and so the directory behind.
+ * Ends `child` before the registered paths are removed on a signal: a child still writing into a
+ * directory being removed could leave a file in it, and so the directory behind.
  */
-export function killOnSignal<C extends { kill(signal?: NodeJS.Signals): boolean; once(event: 'exit', f: () => void): unknown }>(child: C): C {
+export function killOnSignal<C extends { kill(signal?: NodeJS.Signals): boolean; pid?: number | undefined; once(event: 'exit', f: () => void): unknown }>(child: C): C {
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;
 }
 
 /**
- * Kills the registered children, then removes everything registered, newest first (the lock,
- * taken first, is let go last). Best effort.
+ * Passes `signal` on to the registered children and waits for them to end (SIGKILL after 2 s),
+ * as git's `cleanup_children` does for a signal; then removes everything registered, newest
+ * first (the lock, taken first, is let go last). Best effort.
  */
-export function removeRegisteredPaths(): void {
+export function removeRegisteredPaths(signal: NodeJS.Signals = 'SIGKILL'): void {
   for (const c of children) {
     try {
-      c.kill('SIGKILL');
+      c.kill(signal);
     } catch {
       // gone already
     }
   }
+  if (!waitForChildren(2000)) for (const c of children) c.kill('SIGKILL');
+  waitForChildren(2000);
   children.clear();
   for (const [p, letGo] of [...registered].reverse()) {
     try {

@@ -20,6 +20,8 @@ export interface OptionSpec {
   optionalValue?: boolean;
   /** A string option that `--no-<name>` turns off (its value is then false). */
   negatable?: boolean;
+  /** Only the short form exists (git repack's `-a`, `-d`): the name is a key, never `--<name>`. */
+  shortOnly?: boolean;
 }
 
 type ValueOf<S extends OptionSpec> = S extends { array: true }
@@ -131,13 +133,14 @@ export function positionals(p: { _: string[]; '--'?: string[] }): string[] {
 function matchLong(specs: ReadonlyMap<string, OptionSpec>, typed: string, usage: string): { name: string; spec: OptionSpec; negated: boolean } {
   const negatable = (sp: OptionSpec): boolean => sp.type === 'boolean' || sp.negatable === true;
   const exact = specs.get(typed);
-  if (exact !== undefined) return { name: typed, spec: exact, negated: false };
+  if (exact !== undefined && exact.shortOnly !== true) return { name: typed, spec: exact, negated: false };
   if (typed.startsWith('no-')) {
     const sp = specs.get(typed.slice(3));
-    if (sp !== undefined && negatable(sp)) return { name: typed.slice(3), spec: sp, negated: true };
+    if (sp !== undefined && sp.shortOnly !== true && negatable(sp)) return { name: typed.slice(3), spec: sp, negated: true };
   }
   const found: { name: string; spec: OptionSpec; negated: boolean }[] = [];
   for (const [name, spec] of specs) {
+    if (spec.shortOnly === true) continue;
     if (name.startsWith(typed)) found.push({ name, spec, negated: false });
     else if (negatable(spec) && `no-${name}`.startsWith(typed)) found.push({ name, spec, negated: true });
   }

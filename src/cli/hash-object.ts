@@ -3,6 +3,7 @@ import { GitError } from '../errors.js';
 import { DelegatedGitFailed, hashObjects, type HashObjectOptions } from '../commands/hash-object.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { type Io, UsageError, reportError } from './io.js';
+import { WriteFailure } from './output.js';
 import type { CliContext } from './main.js';
 import { euidOf } from './repo.js';
 
@@ -277,6 +278,10 @@ function printFailure(io: Io, e: unknown): number {
   }
   if (e instanceof GitError && e.code === 'usage') return reportError(io, new UsageError(e.message, HASH_OBJECT_USAGE));
   if (e instanceof HashObjectError) for (const d of e.details) io.err(`error: ${d}\n`);
+  if (e instanceof WriteFailure) {
+    io.err(`fatal: ${e.named('hash to stdout')}\n`);
+    return 128;
+  }
   return reportError(io, e);
 }
 
@@ -285,7 +290,12 @@ export async function runHashObject(argv: string[], ctx: CliContext): Promise<nu
   const parsed = parseHashObjectArgs(argv);
   if (parsed.kind === 'exit') {
     if (parsed.stderr) io.err(parsed.stderr);
-    if (parsed.stdout) io.out(parsed.stdout);
+    try {
+      if (parsed.stdout) io.out(parsed.stdout);
+    } catch (e) {
+      // parse-options exits 129 at once: git never checks its stdout then.
+      if (!(e instanceof WriteFailure)) throw e;
+    }
     return parsed.code;
   }
   const a = parsed.args;

@@ -2,7 +2,10 @@ import { GitError } from '../errors.js';
 import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
 import { dieOfSignal, isCaughtSignal } from './signals.js';
-import { withStrerror } from './strerror.js';
+import { strerror, withStrerror } from './strerror.js';
+import { WriteFailure, writeStdout } from './output.js';
+import { currentDirectoryString } from './argv.js';
+import { encodeEscaped, hasEscapedBytes } from '../commands/arg-bytes.js';
 
 /** The process boundary: the only module that writes to stdout/stderr or sets the exit code. */
 export interface Io {
@@ -19,13 +22,26 @@ export function processIo(): Io {
   // The reliability harness's fault injection (docs/reliability.md); inert when unset.
   armFaults(process.env.GIT_REPACK_TS_FAULT, process.env.GIT_REPACK_TS_FAULT_TRACE);
   return {
-    out: (t) => void process.stdout.write(t),
-    err: (t) => void process.stderr.write(t),
+    out: writeStdout,
+    err: (t) => void process.stderr.write(hasEscapedBytes(t) ? encodeEscaped(t) : t),
     stderrIsTty: process.stderr.isTTY === true,
     euid: process.geteuid?.(),
     env: process.env,
-    cwd: process.cwd(),
+    // Read when needed: `-C /abs` works from a directory that is gone, as in git.
+    get cwd() {
+      return currentDirectory();
+    },
   };
+}
+
+/** strbuf_getcwd, as setup_git_directory dies of it: a directory removed under us has no name. */
+function currentDirectory(): string {
+  try {
+    return currentDirectoryString();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
+    throw new GitError('io', `Unable to read current working directory: ${strerror(code) ?? code}`);
+  }
 }
 
 /** Usage errors exit 129 with the usage text, like git's parse-options. */
@@ -57,14 +73,29 @@ export class ManPageRequested extends Error {
 /** Turns a thrown error into git's report and exit code. */
 export function reportError(io: Io, e: unknown): number {
   if (e instanceof HelpRequested) {
-    io.out(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    // parse-options' usage_with_options exits 129 at once: a stdout that fails is not reported.
+    try {
+      io.out(e.usage.endsWith('\n') ? e.usage : e.usage + '\n');
+    } catch (w) {
+      if (!(w instanceof WriteFailure)) throw w;
+    }
     return 129;
+  }
+  if (e instanceof WriteFailure) {
+    io.err(`fatal: ${e.message}\n`);
+    return 128;
   }
   if (e instanceof UsageError) {
     if (e.message) io.err(`error: ${e.message}\n`);
     const usage = e.usage.endsWith('\n') ? e.usage : e.usage + '\n';
     if (e.usageTo === 'stderr') io.err(usage);
-    else if (e.usageTo === 'stdout') io.out(usage);
+    else if (e.usageTo === 'stdout') {
+      try {
+        io.out(usage);
+      } catch (w) {
+        if (!(w instanceof WriteFailure)) throw w;
+      }
+    }
     return 129;
   }
   if (e instanceof GitError) {

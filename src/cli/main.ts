@@ -1,12 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { fileURLToPath } from 'node:url';
 import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, reportError } from './io.js';
 import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
+import { stdoutFailure } from './output.js';
+import { directoryString, rawArguments } from './argv.js';
+import { encodeEscaped, fsPath, hasEscapedBytes } from '../commands/arg-bytes.js';
 import { disableZstd } from '../codec/zstd.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
@@ -69,52 +72,9 @@ function showManPage(io: Io): number {
 export async function main(args: string[], io: Io): Promise<number> {
   if (io.env.GIT_REPACK_TS_NO_ZSTD === '1') disableZstd('disabled by GIT_REPACK_TS_NO_ZSTD=1');
   try {
-    let cwd = io.cwd;
-    let gitDir: string | undefined;
-    let i = 0;
-    const need = (opt: string): string => {
-      const v = args[i + 1];
-      if (v === undefined) throw new UsageError(`option '${opt}' requires a value`, MAIN_USAGE);
-      i += 2;
-      return v;
-    };
-    for (;;) {
-      const a = args[i];
-      if (a === undefined) break;
-      if (a === '-C' || (a.startsWith('-C') && a.length > 2)) {
-        const p = a === '-C' ? need('-C') : (i++, a.slice(2));
-        if (p === '') continue; // git ignores `-C ""`
-        const next = resolve(cwd, p);
-        // git's chdir() errno: ENOTDIR for a file (or a path through one), ENOENT, EACCES…
-        let why: string | undefined;
-        try {
-          if (!statSync(next).isDirectory()) why = strerror('ENOTDIR');
-        } catch (e) {
-          const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
-          why = strerror(code) ?? code;
-        }
-        if (why !== undefined) throw new GitError('io', `cannot change to '${p}': ${why}`);
-        cwd = next;
-        continue;
-      }
-      if (a === '--git-dir') {
-        gitDir = resolve(cwd, need('--git-dir'));
-        continue;
-      }
-      if (a.startsWith('--git-dir=')) {
-        gitDir = resolve(cwd, a.slice('--git-dir='.length));
-        i++;
-        continue;
-      }
-      if (a === '-h') throw new HelpRequested(await mainHelp());
-      if (a === '--help') return showManPage(io);
-      if (a === '--version') {
-        io.out(`git-repack-ts version ${version()}\n`);
-        return 0;
-      }
-      break;
-    }
-    const rest = args.slice(i);
+    const lead = await leadingOptions(args, io);
+    if (typeof lead === 'number') return lead;
+    const rest = args.slice(lead.next);
     let name = 'repack';
     if (rest[0] !== undefined && !rest[0].startsWith('-')) {
       if (!(rest[0] in COMMANDS)) throw new UsageError(`unknown command '${rest[0]}'`, MAIN_USAGE);
@@ -123,11 +83,75 @@ export async function main(args: string[], io: Io): Promise<number> {
     const load = COMMANDS[name];
     if (load === undefined) throw new UsageError(`the '${name}' command is not available yet`, MAIN_USAGE);
     const run = await load();
-    return await run(rest, { io, cwd, gitDir });
+    return await run(rest, { io, cwd: lead.cwd ?? io.cwd, gitDir: lead.gitDir });
   } catch (e) {
     if (e instanceof ManPageRequested) return showManPage(io);
     return reportError(io, e);
   }
+}
+
+/**
+ * git.c's handle_options for what comes before the subcommand: `-C`, `--git-dir`, `-h`, `--help`,
+ * `--version`. The directory stays undefined (the process's) until a `-C` names one, so that a
+ * `-C /abs` works where the current directory is gone. A number is an exit status.
+ */
+async function leadingOptions(args: string[], io: Io): Promise<number | { next: number; cwd: string | undefined; gitDir: string | undefined }> {
+  let cwd: string | undefined;
+  let gitDir: string | undefined;
+  let i = 0;
+  const need = (opt: string): string => {
+    const v = args[i + 1];
+    if (v === undefined) throw new UsageError(`option '${opt}' requires a value`, MAIN_USAGE);
+    i += 2;
+    return v;
+  };
+  for (;;) {
+    const a = args[i];
+    if (a === undefined) break;
+    if (a === '-C' || (a.startsWith('-C') && a.length > 2)) {
+      const p = a === '-C' ? need('-C') : (i++, a.slice(2));
+      if (p !== '') cwd = changeDirectory(cwd, p, io); // git ignores `-C ""`
+      continue;
+    }
+    if (a === '--git-dir' || a.startsWith('--git-dir=')) {
+      const p = a === '--git-dir' ? need('--git-dir') : (i++, a.slice('--git-dir='.length));
+      gitDir = resolve(cwd ?? io.cwd, p);
+      continue;
+    }
+    if (a === '-h') throw new HelpRequested(await mainHelp());
+    if (a === '--help') return showManPage(io);
+    if (a === '--version') {
+      io.out(`git-repack-ts version ${version()}\n`);
+      return 0;
+    }
+    break;
+  }
+  return { next: i, cwd, gitDir };
+}
+
+/** `-C <p>`: git's chdir(), with its errno in the message (ENOTDIR for a file or a path through one, ENOENT, EACCES…). */
+function changeDirectory(from: string | undefined, p: string, io: Io): string {
+  let base = from;
+  if (base === undefined && !isAbsolute(p)) {
+    try {
+      base = io.cwd;
+    } catch {
+      // chdir() relative to a directory that is gone: nothing is found there
+      throw new GitError('io', `cannot change to '${p}': ${strerror('ENOENT')}`);
+    }
+  }
+  const next = resolve(base ?? '/', p);
+  let why: string | undefined;
+  try {
+    if (!statSync(fsPath(next)).isDirectory()) why = strerror('ENOTDIR');
+    // A name that is not UTF-8: a string that reaches the directory all the same.
+    else if (hasEscapedBytes(next)) return directoryString(encodeEscaped(next));
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
+    why = strerror(code) ?? code;
+  }
+  if (why !== undefined) throw new GitError('io', `cannot change to '${p}': ${why}`);
+  return next;
 }
 
 /** `git repack-ts -h`: every form of the command, then the options of the default one (repack). */
@@ -141,16 +165,20 @@ async function mainHelp(): Promise<string> {
 export async function run(): Promise<void> {
   installSignalCleanup();
   const io = processIo();
-  const code = await main(process.argv.slice(2), io);
+  const code = await main(rawArguments(), io);
   // A few more turns of the event loop: a signal that arrived during the last synchronous stretch
-  // (git fsck, the install) is handled, and we die of it as git would, rather than lose it (the
+  // (the install, a scan) is handled, and we die of it as git would, rather than lose it (the
   // first idle turn after a long stretch does not always dispatch it: measured, docs/reliability.md).
   for (let i = 0; i < 3; i++) await new Promise((r) => setImmediate(r));
   // What a pipe has not taken yet is still queued in Node (a full pipe: EAGAIN): it is written
   // before we return, as the bin entry ends the process as soon as we do. A reader gone (EPIPE)
   // ends the wait too.
   await Promise.all([drained(process.stdout), drained(process.stderr)]);
-  process.exitCode = code;
+  await new Promise((r) => setImmediate(r)); // a failed write's 'error' event comes a tick after its callback
+  // git.c's run_builtin: a command that succeeded still fails if its output could not be written.
+  const lost = code === 0 ? stdoutFailure() : undefined;
+  if (lost !== undefined) io.err(`fatal: ${lost.message}\n`);
+  process.exitCode = lost !== undefined ? 128 : code;
 }
 
 /** Resolves once everything written to `stream` so far has left the process (or cannot). */

@@ -11,6 +11,7 @@ import { fsckModeFrom, levelFlagsFrom, levelOptionsOf, withLevelOptions } from '
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
+import { refuseRepackHabits, withRepackHabits } from './repack-habits.js';
 
 export const REPACK_USAGE = `usage: git repack-ts [<options>]
 
@@ -34,6 +35,7 @@ export const REPACK_USAGE = `usage: git repack-ts [<options>]
                           or --no-dict for its dictionaries; types at level 0 are stored plain
     -q, --quiet           no progress
     --progress            force progress on stderr
+    -a, -A, -d, -k, -l    git repack's habits, accepted: what the rewrite always does
 
 Levels also come from config: pack.commitCompression, pack.treeCompression, pack.blobCompression,
 pack.tagCompression, pack.graphCompression, pack.compression, core.compression. A type none of
@@ -54,20 +56,24 @@ function pct(a: number, b: number): string {
 
 export async function runRepack(args: string[], ctx: CliContext): Promise<number> {
   const o = await parseArgs(args, REPACK_USAGE, (y) =>
-    withLevelOptions(y)
-      .option('dry-run', { alias: 'n', type: 'boolean', default: false })
-      .option('json', { type: 'boolean', default: false })
-      .option('keep-pack', { type: 'string', array: true })
-      .option('all', { alias: 'a', type: 'boolean', default: false })
-      .option('auto', { type: 'boolean', default: false })
-      .option('zstd', { type: 'string', optionalValue: true })
-      .option('output', { alias: 'o', type: 'string' })
-      .option('dict-size', { type: 'string' })
-      .option('dict', { type: 'boolean', default: true })
-      .option('dict-trainer', { type: 'string' })
-      .option('quiet', { alias: 'q', type: 'boolean' })
-      .option('progress', { type: 'boolean' }),
+    // git repack's own options last: ambiguous prefixes name ours first, as before them.
+    withRepackHabits(
+      withLevelOptions(y)
+        .option('dry-run', { alias: 'n', type: 'boolean', default: false })
+        .option('json', { type: 'boolean', default: false })
+        .option('keep-pack', { type: 'string', array: true })
+        .option('all', { alias: 'a', type: 'boolean', default: false })
+        .option('auto', { type: 'boolean', default: false })
+        .option('zstd', { type: 'string', optionalValue: true })
+        .option('output', { alias: 'o', type: 'string' })
+        .option('dict-size', { type: 'string' })
+        .option('dict', { type: 'boolean', default: true })
+        .option('dict-trainer', { type: 'string' })
+        .option('quiet', { alias: 'q', type: 'boolean' })
+        .option('progress', { type: 'boolean' }),
+    ),
   );
+  refuseRepackHabits(o, REPACK_USAGE);
   const extra = positionals(o);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
   const flags = levelFlagsFrom(o, REPACK_USAGE);
@@ -86,7 +92,8 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
     dryRun: o['dry-run'],
     fsck: fsck === 'none' ? false : fsck,
     keepPacks: keep,
-    all: o.all,
+    all: o.all || o.A === true,
+    writeBitmapIndex: o['write-bitmap-index'],
     auto: o.auto,
     onProgress: progress,
     onWarning: (m) => warn(io, m),

@@ -1,5 +1,6 @@
 import { constants } from 'node:os';
 import { removeRegisteredPaths, writingToChild } from '../cleanup.js';
+import { stdoutStreamFailed } from './output.js';
 
 /** The signals git's sigchain_push_common catches to remove its temporary files and locks. */
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGPIPE'] as const;
@@ -11,7 +12,8 @@ type CaughtSignal = (typeof SIGNALS)[number];
  * caller sees 130, 143, 129 or 141 exactly as from git.
  */
 export function dieOfSignal(sig: CaughtSignal): never {
-  removeRegisteredPaths();
+  // The children get the same signal first and are waited for, as by git's cleanup_children.
+  removeRegisteredPaths(sig);
   // With no listener left, Node gives the signal back its default action (SIGPIPE too).
   for (const s of SIGNALS) process.removeAllListeners(s);
   process.kill(process.pid, sig);
@@ -34,7 +36,8 @@ export function installSignalCleanup(): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') dieOfSignal('SIGPIPE');
-      throw e;
+      // stdout's other failures are git's "write failure on standard output" (output.ts); stderr's are ignored, as by git.
+      if (stream === process.stdout) stdoutStreamFailed(e);
     });
   }
 }

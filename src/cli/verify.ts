@@ -9,6 +9,7 @@ import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress } from './progress.js';
 import { openRepository } from './repo.js';
 import { SHA1, hashAlgoByName, type HashAlgo } from '../hash/algo.js';
+import { WriteFailure } from './output.js';
 
 export const VERIFY_USAGE = `usage: git repack-ts verify [-v | --verbose] [-s | --stat-only] [--json] [--object-format=<hash>] [--] [<pack>...]
 
@@ -63,6 +64,28 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     });
   }
   const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  try {
+    return await verifyAndPrint(targets, { algo, bigFileThreshold, progress, json: o.json, verbose: o.verbose, statOnly: o['stat-only'] }, io);
+  } catch (e) {
+    // git verify-pack's index-pack dies of it (128) and verify-pack reports the pack as failed: 1.
+    if (!(e instanceof WriteFailure)) throw e;
+    io.err(`fatal: ${e.message}\n`);
+    return 1;
+  }
+}
+
+interface PrintOptions {
+  algo: HashAlgo;
+  bigFileThreshold: number | undefined;
+  progress: ReturnType<typeof phaseReporter>;
+  json: boolean;
+  verbose: boolean;
+  statOnly: boolean;
+}
+
+async function verifyAndPrint(targets: VerifyTarget[], p: PrintOptions, io: CliContext['io']): Promise<number> {
+  const o = { json: p.json, verbose: p.verbose, 'stat-only': p.statOnly };
+  const { algo, bigFileThreshold, progress } = p;
   // The library's verify: --json prints exactly what the API's verify() resolves to.
   const report = await verifyTargets(targets, {
     algo,

@@ -1,5 +1,6 @@
-import { spawnSync } from 'node:child_process';
-import { closeSync, fstatSync, openSync, type Stats } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { KilledBySignal, killOnSignal, pipeToChild } from '../cleanup.js';
+import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
 import { GitError } from '../errors.js';
 import { SHA1, toHex, type HashAlgo } from '../hash/algo.js';
@@ -23,7 +24,7 @@ import { loadConfig } from '../store/config-files.js';
 import { realPath } from '../store/setup-paths.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
-import { readToEnd } from './read-loop.js';
+import { OutOfMemory, readToEnd } from './read-loop.js';
 import { strerror } from './strerror.js';
 
 /**
@@ -103,6 +104,55 @@ export function openTarget(p: string | Buffer, base: string, baseSlash: Buffer):
   if (typeof p === 'string') return resolve(base, p);
   if (p[0] === 0x2f) return p;
   return Buffer.concat([baseSlash, p], baseSlash.length + p.length);
+}
+
+/** A git run to its end: its output, or why it could not start. */
+interface GitRun {
+  status: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: Buffer;
+  stderr: Buffer;
+  error?: Error;
+}
+
+/** git with `stdin` (a descriptor it shares, or bytes), without holding the event loop. */
+function runGit(args: string[], o: { cwd: string; env: NodeJS.ProcessEnv; stdin: number | Buffer }): Promise<GitRun> {
+  return new Promise((resolve) => {
+    const child = killOnSignal(spawn('git', args, { cwd: o.cwd, env: o.env, stdio: [typeof o.stdin === 'number' ? o.stdin : 'pipe', 'pipe', 'pipe'] }));
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout!.on('data', (b: Buffer) => out.push(b));
+    child.stderr!.on('data', (b: Buffer) => err.push(b));
+    // A SIGPIPE from writing into a git that stopped reading is that pipe's: its exit says why.
+    const pipeClosed = typeof o.stdin === 'number' ? () => undefined : pipeToChild();
+    if (typeof o.stdin !== 'number') {
+      child.stdin!.on('error', () => undefined);
+      child.stdin!.end(o.stdin);
+    }
+    const done = (status: number | null, signal: NodeJS.Signals | null, error?: Error): void =>
+      // The signal, raised during a write, is handled at a later turn: the pipe stays ours until then.
+      void setImmediate(() => {
+        pipeClosed();
+        resolve({ status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error ? { error } : {}) });
+      });
+    child.on('error', (e) => done(null, null, e));
+    child.on('close', (status, signal) => done(status, signal));
+  });
+}
+
+/**
+ * xopen(path, O_RDONLY): a FIFO's open waits for a writer, so it is opened on libuv's threadpool,
+ * where the wait holds no signal back; anything else at once.
+ */
+async function openForReading(target: string | Buffer): Promise<number> {
+  let fifo = false;
+  try {
+    fifo = statSync(target, { throwIfNoEntry: false })?.isFIFO() === true;
+  } catch {
+    // the open below says why, in git's words
+  }
+  if (!fifo) return openSync(target, 'r');
+  return new Promise((resolve, reject) => open(target, 'r', (e, fd) => (e ? reject(e) : resolve(fd))));
 }
 
 export class Session {
@@ -229,21 +279,19 @@ export class Session {
     this.hooks.onIds(text);
   }
 
-  /** Runs `git hash-object` for one item: git converts it exactly as it would. */
-  delegate(d: Delegation): string {
+  /**
+   * Runs `git hash-object` for one item: git converts it exactly as it would. Not spawnSync: git
+   * may wait on our standard input, and a signal to us must reach it (killOnSignal) meanwhile.
+   */
+  async delegate(d: Delegation): Promise<string> {
     this.flush();
     const env: NodeJS.ProcessEnv = { ...this.o.env };
     if (this.o.gitDir !== undefined) env.GIT_DIR = this.o.gitDir;
     const full = ['hash-object', ...(this.o.write ? ['-w'] : []), ...d.args];
-    const r = spawnSync('git', full, {
-      cwd: this.o.cwd,
-      env,
-      stdio: [d.input === 'stdin' ? (this.o.stdinFd ?? 0) : 'pipe', 'pipe', 'pipe'],
-      ...(d.input === 'stdin' ? {} : { input: d.input }),
-      maxBuffer: 1 << 26,
-    });
+    const r = await runGit(full, { cwd: this.o.cwd, env, stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input });
     if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
-    const stderr = r.stderr?.toString('utf8') ?? '';
+    const stderr = r.stderr.toString('utf8');
+    if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
     if (r.status !== 0) throw new DelegatedGitFailed(r.status ?? 128, stderr);
     if (stderr !== '') this.hooks.onStderr?.(stderr);
     this.result.delegated++;
@@ -272,16 +320,16 @@ export class Session {
     if (!st.isFile()) {
       if (crlf) return false; // a pipe is read once: git must be the one reading it
       // index_pipe / strbuf_read: everything in memory (a directory fails to read).
-      let data: Buffer;
-      try {
-        data = readToEnd(fd);
-      } catch (e) {
-        throw this.unable(label, [], e);
-      }
-      await this.fromMemory(data, shown);
+      await this.fromMemory(await this.readPipe(fd, label, null), shown);
       return true;
     }
     const size = st.size;
+    if (size === 0) {
+      // A file whose size stat cannot tell (/proc): index_core hashes "" for a size of 0, and
+      // hash_literally reads to EOF (strbuf_read) whatever the size says.
+      await this.fromMemory(o.literally ? await this.readPipe(fd, label, 0) : Buffer.alloc(0), shown);
+      return true;
+    }
     if (!o.literally && o.type !== 'blob') {
       // index_core: commits, trees and tags are checked, so they are read whole (git maps them).
       await this.fromMemory(this.readWhole(fd, size, label, indexing), shown);
@@ -295,7 +343,10 @@ export class Session {
     try {
       id = hashFdSync(fd, o.type, size, this.algo, indexing, this.readBuffer(size), cr?.inspect);
     } catch (e) {
-      throw this.readFailure(e, label, indexing);
+      if (!o.literally || !(e instanceof ContentSizeError)) throw this.readFailure(e, label, indexing);
+      // hash_literally never trusted the size: what a read to EOF gives (a sysfs file, one that changed).
+      await this.fromMemory(await this.readPipe(fd, label, 0), shown);
+      return true;
     }
     if (cr?.seen) {
       if (decision !== 'crlf-text' || o.write) return false;
@@ -305,6 +356,16 @@ export class Session {
     if (o.write) await this.writeFrom(id, { fd, size, label: indexing }, packed, label);
     this.emit(toHex(id));
     return true;
+  }
+
+  /** strbuf_read from `from` (null: the descriptor's position) to EOF; git's OOM message when it never ends. */
+  private async readPipe(fd: number, label: string | undefined, from: number | null): Promise<Buffer> {
+    try {
+      return await readToEnd(fd, undefined, from);
+    } catch (e) {
+      if (e instanceof OutOfMemory) throw e;
+      throw this.unable(label, [], e);
+    }
   }
 
   private readBuffer(size: number): Buffer {
@@ -381,7 +442,7 @@ export class Session {
   async hashItem(item: Item, decision: Decision, delegation: () => Delegation): Promise<void> {
     this.hooks.signal?.throwIfAborted();
     if (decision === 'delegate') {
-      this.emit(this.delegate(delegation()));
+      this.emit(await this.delegate(delegation()));
       return;
     }
     if (item.open === undefined) {
@@ -391,7 +452,7 @@ export class Session {
     }
     let fd: number;
     try {
-      fd = openSync(openTarget(item.open, this.base, this.baseSlash), 'r');
+      fd = await openForReading(openTarget(item.open, this.base, this.baseSlash));
     } catch (e) {
       throw new HashObjectError('io', `could not open '${item.shown}' for reading: ${strerror(e)}`, [], { cause: e });
     }
@@ -401,7 +462,7 @@ export class Session {
     } finally {
       closeSync(fd);
     }
-    if (!done) this.emit(this.delegate(delegation()));
+    if (!done) this.emit(await this.delegate(delegation()));
   }
 
   /** Ids of regular files ahead of their turn (no -w, blobs): see pre-hash.ts. */

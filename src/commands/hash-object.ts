@@ -5,6 +5,7 @@ import type { Decision } from './hash-object-attrs.js';
 import type { PreHashed } from './pre-hash.js';
 import { Session } from './hash-object-session.js';
 import { stdinPathOfLine } from './c-quote.js';
+import { encodeEscaped, fsPath } from './arg-bytes.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { LineReader, regularFileSize } from './read-loop.js';
 
@@ -117,8 +118,11 @@ export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks):
     if (o.files.length > 0) await hashFiles(s);
     if (o.stdinPaths) await hashStdinPaths(s);
   } finally {
-    s.flush();
-    s.close();
+    try {
+      s.flush();
+    } finally {
+      s.close();
+    }
   }
   return s.result;
 }
@@ -153,14 +157,14 @@ async function hashFiles(s: Session): Promise<void> {
     const arg = o.files[i]!;
     const shown = s.prefixed(arg);
     const label = o.noFilters ? undefined : (vpath ?? shown);
-    return s.hashItem({ open: shown, vpath: label, shown }, decision, () => ({
+    return s.hashItem({ open: fsPath(shown), vpath: label, shown }, decision, () => ({
       args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
       input: Buffer.alloc(0),
     }));
   };
   if (!o.write && o.type === 'blob' && o.path === undefined) {
     // Each file's own path names its attributes: a batch, as for --stdin-paths.
-    await hashBatch(s, o.files.map((f) => Buffer.from(s.prefixed(f))), hashOne);
+    await hashBatch(s, o.files.map((f) => encodeEscaped(s.prefixed(f))), hashOne);
     return;
   }
   let decisions: Decision[];
@@ -179,7 +183,7 @@ async function hashFiles(s: Session): Promise<void> {
  */
 async function hashStdinPaths(s: Session): Promise<void> {
   const reader = new LineReader(s.o.stdinFd ?? 0);
-  for (let lines = reader.next(); lines !== undefined; lines = reader.next()) {
+  for (let lines = await reader.next(); lines !== undefined; lines = await reader.next()) {
     s.hooks.signal?.throwIfAborted();
     const paths: Buffer[] = [];
     for (const raw of lines) {

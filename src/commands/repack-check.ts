@@ -189,7 +189,7 @@ export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<
     ];
     buildFsckView(objectsDir, viewDir, viewPacks);
     fault('phase:fsck', viewDir);
-    const f = runGitFsck(repo.gitDir, viewDir, c.mode, repo.env, { assumePromisor: hasPromisor && !promisorRemote });
+    const f = await runGitFsck(repo.gitDir, viewDir, c.mode, repo.env, { assumePromisor: hasPromisor && !promisorRemote });
     removeView(viewDir);
     if (f.ok) return;
     if (attempt < 3 && objectsNow() !== before) continue;

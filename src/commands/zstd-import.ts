@@ -188,7 +188,7 @@ class ImportRun {
         ...listPacks(repo.objectsDir).map(viewPack),
       ]);
       this.onProgress('checking with git fsck', 0, 1);
-      const f = runGitFsck(repo.gitDir, this.viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
+      const f = await runGitFsck(repo.gitDir, this.viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
       if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
       this.onProgress('checking with git fsck', 1, 1);
     }

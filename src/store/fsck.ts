@@ -13,32 +13,54 @@ export type FsckMode = 'changed' | 'full' | 'connectivity' | 'none';
  * Runs `git fsck` on the repository as seen through `objectsDir` (our view of the state after the
  * rewrite). Returns git's output when it finds a problem.
  */
-export function runGitFsck(
+export async function runGitFsck(
   gitDir: string,
   objectsDir: string,
   mode: FsckMode,
   env: NodeJS.ProcessEnv,
   opts: { assumePromisor?: boolean } = {},
-): { ok: boolean; output: string } {
+): Promise<{ ok: boolean; output: string }> {
   if (mode === 'none') return { ok: true, output: '' };
   // `changed` here is a pack whose every entry was written anew (a zstd import): all of it.
   const connectivityOnly = mode === 'connectivity';
-  const run = (promisor: boolean): { ok: boolean; output: string } => {
+  const run = (promisor: boolean): Promise<{ ok: boolean; output: string }> => {
     const args = promisor ? ['-c', 'remote.repack-ts-promisor.promisor=true', 'fsck'] : ['fsck'];
     args.push('--no-dangling', '--no-progress');
     if (connectivityOnly) args.push('--connectivity-only');
-    const r = spawnSync('git', args, { env: viewEnv(gitDir, objectsDir, env), cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28 });
-    if (r.error) return { ok: false, output: `cannot run git fsck: ${r.error.message}` };
-    if (r.signal !== null) throw new KilledBySignal('git fsck', r.signal);
-    return { ok: r.status === 0, output: `${r.stdout}${r.stderr}`.trim() };
+    return runChild('git fsck', args, { env: viewEnv(gitDir, objectsDir, env), cwd: gitDir });
   };
   // A partial clone copied without its config (as public snapshots are) has promisor packs but no
   // promisor remote; git would call every promised object missing. A promisor remote for fsck,
   // only once an object is missing: with one, git parses every object of every promisor pack to
   // list what they promise (jq: 3.6 s against 0.23 s for --connectivity-only).
-  const first = run(false);
+  const first = await run(false);
   if (first.ok || opts.assumePromisor !== true || !onlyMissingObjects(first.output, hexLenOf(first.output))) return first;
   return run(true);
+}
+
+/** What is kept of a child's output (its stdout, then its stderr), as spawnSync's maxBuffer bounded it. */
+const OUTPUT_LIMIT = 1 << 28;
+
+/**
+ * Runs git without holding the event loop (a SIGTERM to us meanwhile is passed on to it, as git's
+ * run-command does, `killOnSignal`): ok on exit 0, and its stdout then stderr, trimmed.
+ */
+function runChild(what: string, args: string[], o: { env: NodeJS.ProcessEnv; cwd: string }): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve, reject) => {
+    const child = killOnSignal(spawn('git', args, { ...o, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const kept = { out: [] as Buffer[], err: [] as Buffer[], bytes: 0 };
+    const keep = (into: Buffer[]) => (b: Buffer): void => {
+      if (kept.bytes < OUTPUT_LIMIT) into.push(b);
+      kept.bytes += b.length;
+    };
+    child.stdout.on('data', keep(kept.out));
+    child.stderr.on('data', keep(kept.err));
+    child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${e.message}` }));
+    child.on('close', (code, signal) => {
+      if (signal !== null) reject(new KilledBySignal(what, signal));
+      else resolve({ ok: code === 0, output: Buffer.concat([...kept.out, ...kept.err]).toString('utf8').trim() });
+    });
+  });
 }
 
 /** git run on the repository as seen through `objectsDir`. */
