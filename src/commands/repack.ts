@@ -21,10 +21,8 @@ import { proveWrittenPack } from '../repack/prove.js';
 import { provePackedCopy, type CopyProof } from '../repack/duplicates.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
-import { DEFAULT_AUTO_RULE, targetsKey, targetsCover } from '../repack/encoding.js';
-import { packsToRewrite, type PackCandidate } from '../repack/select.js';
 import { autoCheck, type AutoCheck } from './repack-auto.js';
-import { entriesOf, identify, readProven, writeProven, type ProvenEntry } from '../store/proven.js';
+import { recordProven, runTargets, selectPacks, type Selection } from './repack-select.js';
 import { verifyPack } from './verify.js';
 import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
@@ -111,24 +109,6 @@ function isSystemError(e: unknown): e is NodeJS.ErrnoException {
   return !(e instanceof GitError) && err !== null && typeof err === 'object' && typeof err.code === 'string' && typeof err.syscall === 'string';
 }
 
-type Partition = 'normal' | 'promisor';
-
-/** What a run starts from, before any pack is opened. */
-interface Selection {
-  /** Every pack with an `.idx`. */
-  infos: PackInfo[];
-  /** The packs to rewrite, by partition. */
-  parts: Record<Partition, PackInfo[]>;
-  /** Packs left as they are: kept, cruft, --keep-pack, and proven ones not merged. */
-  retained: PackInfo[];
-  looseIds: Buffer[];
-  writeRev: boolean;
-  /** `targetsKey` of this run's levels. */
-  targets: string;
-  /** The state's entries for the proven packs left as they are (recorded again). */
-  keepProven: ProvenEntry[];
-}
-
 /** The packs and loose objects a run starts from, opened. */
 interface Sources {
   /** The packs to rewrite, by partition. */
@@ -205,7 +185,7 @@ class RepackRun {
     const retainedPacks = src.retainedPacks.filter((p) => isPackName(p.name));
     const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
     Object.assign(this.result, done);
-    this.recordProven(sel);
+    recordProven(repo, sel, this.result.partitions, this.shared, this.warn);
     return this.result;
   }
 
@@ -224,11 +204,7 @@ class RepackRun {
     this.where.state = 'nothing was changed';
   }
 
-  /**
-   * Which packs this run rewrites, before any is opened: all but kept and cruft ones with `-a` or
-   * on a first run; else what is new and what the geometric rule merges with it, leaving packs
-   * an earlier run proved at these levels as they are (repack/select.ts, store/proven.ts).
-   */
+  /** Which packs this run rewrites, before any is opened (repack-select.ts). */
   private select(): Selection {
     const { repo, opts } = this;
     const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
@@ -237,42 +213,7 @@ class RepackRun {
       if (!infos.some((p) => p.name === k)) throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
     }
     const looseIds = this.packableLoose(listLoose(repo.objectsDir, repo.algo));
-    const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
-    const targets = runTargets(opts);
-    const state = opts.all === true ? [] : readProven(repo.objectsDir, repo.algo);
-    const sel: Selection = { infos, parts: { normal: [], promisor: [] }, retained: [], looseIds, writeRev, targets, keepProven: [] };
-    const candidates: Record<Partition, { info: PackInfo; c: PackCandidate; entries: ProvenEntry[] }[]> = { normal: [], promisor: [] };
-    const odd: PackInfo[] = [];
-    for (const p of infos) {
-      if (p.keep || p.cruft || keepNames.has(p.name)) {
-        sel.retained.push(p);
-        continue;
-      }
-      // Our journal records (and its recovery proves) a pack by its name `pack-<checksum>` (or git's `loose-<checksum>`): any other
-      // stays, and is no kept pack either (a killed `git repack`'s `.tmp-*` pack is the user's to delete).
-      if (!p.canonical) {
-        odd.push(p);
-        this.warn(`${p.base}.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it`);
-        continue;
-      }
-      const id = state.length > 0 ? identify(p.base, repo.algo) : undefined;
-      const had = id === undefined ? [] : entriesOf(state, id);
-      const proven = (!writeRev || p.rev) && had.some((e) => targetsCover(e.targets, targets));
-      candidates[p.promisor ? 'promisor' : 'normal'].push({ info: p, c: { name: p.name, objects: id?.objects ?? 0, proven }, entries: had });
-    }
-    this.result.keptPacks = [...sel.retained, ...odd].map((p) => p.name);
-    for (const kind of ['normal', 'promisor'] as const) {
-      const chosen = packsToRewrite(candidates[kind].map((x) => x.c), kind === 'normal' ? looseIds.length : 0);
-      for (const x of candidates[kind]) {
-        if (chosen.has(x.info.name)) sel.parts[kind].push(x.info);
-        else {
-          sel.retained.push(x.info);
-          sel.keepProven.push(...x.entries);
-          this.result.provenPacks.push(x.info.name);
-        }
-      }
-    }
-    return sel;
+    return selectPacks(repo, infos, looseIds, { keepNames, all: opts.all === true, targets: runTargets(opts) }, this.result, this.warn);
   }
 
   /** Every pack opened (the retained ones hold objects the new packs leave out), loose ids listed. */
@@ -305,25 +246,6 @@ class RepackRun {
     };
     fault('phase:listed');
     return { parts: sel.parts, retainedPacks, opened, excluded, proveExcluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
-  }
-
-  /**
-   * Records the packs this run leaves proven at its levels: those it wrote or found already at
-   * them, and the proven ones it left alone. Best effort: a run that cannot record it succeeded
-   * all the same, and the next one scans again.
-   */
-  private recordProven(sel: Selection): void {
-    const entries: ProvenEntry[] = [...sel.keepProven];
-    for (const pr of this.result.partitions) {
-      if (pr.newPack === undefined) continue;
-      const id = identify(join(this.packDir, pr.newPack), this.repo.algo);
-      if (id !== undefined) entries.push({ ...id, targets: sel.targets });
-    }
-    try {
-      writeProven(this.repo.objectsDir, entries, this.shared);
-    } catch (e) {
-      this.warn(`could not record the packs proven at these levels (${(e as Error).message}); the next run reads them again`);
-    }
   }
 
   /**
@@ -517,11 +439,6 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
   }
   run.cleanup();
   return auto === undefined ? result : { ...result, auto };
-}
-
-/** This run's targets as store/proven.ts records them. */
-function runTargets(opts: RepackOptions): string {
-  return targetsKey({ levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1 });
 }
 
 /** The result of a run that has done nothing yet. */
