@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, reportError } from './io.js';
 import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
-import { disableZstd } from '../codec/zstd.js';
+import { disableZstd, onlyZstd } from '../codec/zstd.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
 export interface CliContext {
@@ -66,6 +66,7 @@ function showManPage(io: Io): number {
 
 export async function main(args: string[], io: Io): Promise<number> {
   if (io.env.GIT_REPACK_TS_NO_ZSTD === '1') disableZstd('disabled by GIT_REPACK_TS_NO_ZSTD=1');
+  else if (io.env.GIT_REPACK_TS_ZSTD !== undefined) onlyZstd(io.env.GIT_REPACK_TS_ZSTD);
   try {
     let cwd = io.cwd;
     let gitDir: string | undefined;
