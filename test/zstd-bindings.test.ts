@@ -170,3 +170,32 @@ describe('node:zlib against zstd-napi', () => {
     expect(objectSet(target)).toEqual(objects);
   }, 240_000);
 });
+
+describe('without zstd, a zstd pack is not corrupt', () => {
+  it('verify, walk and zstd-import: one fatal line naming the file, what is missing and how to get it, exit 128, nothing changed', () => {
+    const src = fixturePath('basic');
+    const dir = tmpDir();
+    const file = path.join(dir, 'x.zpack');
+    toolOnOk(20, ROOT, ['-q', '--zstd', '-o', file], src);
+    const target = path.join(dir, 'target');
+    gitOk(['init', '-q', '--bare', target], { cwd: dir });
+    const before = objectSet(target);
+    const bare = bareCopy();
+    // Turned off in this clone (GIT_REPACK_TS_NO_ZSTD=1), and really missing: Node 20 with no zstd-napi.
+    const cases: [string, string, Record<string, string>][] = [
+      [ROOT, 'zstd is not available: disabled by GIT_REPACK_TS_NO_ZSTD=1', { GIT_REPACK_TS_NO_ZSTD: '1' }],
+      [bare, missingOn20(), {}],
+    ];
+    for (const [root, why, env] of cases) {
+      for (const [args, cwd] of [[['verify', file], src], [['verify', '-v', file], src], [['walk', file], src], [['walk', '--read-blobs', '--json', file], src], [['zstd-import', file], target]] as const) {
+        const r = toolOn(20, root, [...args], cwd, env);
+        expect({ args, r }).toEqual({ args, r: { status: 128, stdout: '', stderr: `fatal: cannot read ${file}: ${why}\n` } });
+      }
+      // The export says the same, without a file to name.
+      const e = toolOn(20, root, ['--zstd', '-o', path.join(dir, 'never.zpack')], src, env);
+      expect(e).toEqual({ status: 128, stdout: '', stderr: `fatal: ${why}\n` });
+    }
+    expect(fs.existsSync(path.join(dir, 'never.zpack'))).toBe(false);
+    expect(objectSet(target)).toEqual(before);
+  }, 120_000);
+});
