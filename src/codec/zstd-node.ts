@@ -18,6 +18,7 @@ import type { ZstdCodec } from './zstd.js';
 
 /** What `stream._handle` of a zlib stream is (src/node_zlib.cc, CompressionStream). */
 interface Handle {
+  reset(): void;
   writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
   close(): void;
   onerror: (message: string, errno: number, code?: string) => void;
@@ -40,6 +41,7 @@ const MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 /** One node:zlib zstd context, kept from frame to frame. After an error it is closed and not used again. */
 class Ctx {
   private failed: string | undefined;
+  private closed = false;
   private constructor(
     private readonly handle: Handle,
     private readonly state: Uint32Array,
@@ -69,7 +71,12 @@ class Ctx {
   }
 
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.failed ??= 'context closed';
+    // close() leaves zstd's context (window, tables: ~30 MiB at level 10 for a large object) to the
+    // wrapper's collection, which V8 does not hurry; reset() replaces it with an empty one at once.
+    this.handle.reset();
     this.handle.close();
   }
 }
@@ -178,6 +185,17 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
     if (c === undefined || !c.ok) map.set(key, (c = make()));
     return c;
   };
+  // A frame streamed with the same dictionary (and level) as one before ends that one, as
+  // zstd-napi's reset of its one context does: a context left mid-frame (streamed.ts's counting
+  // pass stops early) holds its window and tables (~30 MiB at level 10) until closed, and V8 does
+  // not see that memory to collect it.
+  const streams = new Map<string, Ctx>();
+  const fresh = (key: string, make: () => Ctx): Ctx => {
+    streams.get(key)?.close();
+    const c = make();
+    streams.set(key, c);
+    return c;
+  };
   let scratch = Buffer.allocUnsafe(1 << 16);
   return {
     version: z.version,
@@ -206,7 +224,7 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
       return room.subarray(0, size);
     },
     frameReader(dict, chunk = 1 << 20, reuse = false) {
-      const d = newDctx(dict);
+      const d = fresh(`d${dict}`, () => newDctx(dict));
       const end = new FrameEnd();
       const keep = reuse ? Buffer.allocUnsafe(chunk) : undefined;
       return {
@@ -228,8 +246,8 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
       };
     },
     frameWriter(level, dict, chunk = 1 << 20) {
-      // A context of its own: a frame left unfinished (streamed.ts's counting pass stops early) cannot be reset away.
-      const c = newCctx(level, dict);
+      // A context of its own: node:zlib cannot reset one to a new frame (its reset drops the dictionary).
+      const c = fresh(`c${level}/${dict}`, () => newCctx(level, dict));
       const out = Buffer.allocUnsafe(chunk);
       function* run(input: Uint8Array, op: number): Generator<Buffer> {
         for (let at = 0; ; ) {
