@@ -16,10 +16,10 @@ import { describe, expect, it, onTestFinished } from 'vitest';
 import { nodeBinary, type NodeLine } from '../scripts/node-lines.mjs';
 import { fixturePath } from './fixtures/index.js';
 import { fsckStrict, gitEnv, gitOk, gitOkBuffer, objectSet } from './helpers/git.js';
+import { BUILT_IN_ZSTD, zstdMissing } from './helpers/node-zstd.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** Which lines have zstd with dictionaries in node:zlib (Node's changelogs: zstd 22.15, its dictionary option 22.19 and 24.6). */
-const BUILT_IN: Record<NodeLine, boolean> = { 20: false, 22: true, 24: true };
+const BUILT_IN = BUILT_IN_ZSTD;
 const LINES = Object.keys(BUILT_IN).map(Number) as NodeLine[];
 
 function tmpDir(): string {
@@ -67,13 +67,9 @@ function bindingOn(line: NodeLine, root: string): { binding: string | null; why:
   return JSON.parse(r.stdout) as { binding: string | null; why: string | null };
 }
 
-/** The line written when neither binding is there, on Node 20 (what is missing, how to get it). */
+/** The line written when neither binding is there, on Node 20. */
 function missingOn20(): string {
-  return (
-    `zstd is not available: this Node.js (${version(20)}) has no zstd in node:zlib (22.15 and later have), ` +
-    "and zstd-napi is not installed beside git-repack-ts (Cannot find module 'zstd-napi/binding'); " +
-    'use Node.js 22.19 or later, or `npm install -g zstd-napi` beside git-repack-ts'
-  );
+  return zstdMissing(version(20));
 }
 
 /** Deterministic bytes zstd about halves (hex digits of a keyed stream). */
