@@ -37,6 +37,8 @@ const CONTINUE = 0;
 const END = 2;
 /** ZSTD_MAGICNUMBER, little-endian: what makes a magicless frame a standard one again. */
 const MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
+/** Where the magic alone decodes to: nothing, one byte of room to show it. */
+const NOWHERE = Buffer.alloc(1);
 
 /** One node:zlib zstd context, kept from frame to frame. After an error it is closed and not used again. */
 class Ctx {
@@ -175,7 +177,7 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
   };
   const newDctx = (dict: number): Ctx => {
     const d = Ctx.make(z.decompress, dictionary(dict));
-    d.run(CONTINUE, MAGIC, Buffer.alloc(1));
+    d.run(CONTINUE, MAGIC, NOWHERE);
     return d;
   };
   const cctxs = new Map<string, Ctx>();
@@ -216,53 +218,57 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
       const room = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafe(size + 1);
       const d = kept(dctxs, dict, () => newDctx(dict));
       const [got] = d.run(CONTINUE, frame, room);
-      const next = d.run(CONTINUE, MAGIC, room.subarray(0, 1)); // the next frame's magic, as for a fresh context
+      const next = d.run(CONTINUE, MAGIC, NOWHERE); // the next frame's magic, as for a fresh context
       if (got !== size || next[0] !== 0) {
         d.close();
         throw new GitError('bad-object', `zstd frame decodes to ${got > size ? `more than ${size}` : got} bytes, not the declared ${size}`);
       }
       return room.subarray(0, size);
     },
-    frameReader(dict, chunk = 1 << 20, reuse = false) {
-      const d = fresh(`d${dict}`, () => newDctx(dict));
-      const end = new FrameEnd();
-      const keep = reuse ? Buffer.allocUnsafe(chunk) : undefined;
-      return {
-        *feed(input) {
-          const wasDone = end.done;
-          const mine = input.subarray(0, end.take(input));
-          // Until the frame's bytes here are taken and the output no longer fills a piece.
-          for (let at = 0; !wasDone; ) {
-            const out = keep ?? Buffer.allocUnsafe(chunk);
-            const [produced, taken] = d.run(CONTINUE, mine.subarray(at), out);
-            at += taken;
-            if (produced > 0) yield out.subarray(0, produced);
-            if (at >= mine.length && produced < chunk) break;
-          }
-          if (end.done) d.close();
-          if (mine.length < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
-        },
-        ended: () => end.done,
-      };
-    },
-    frameWriter(level, dict, chunk = 1 << 20) {
-      // A context of its own: node:zlib cannot reset one to a new frame (its reset drops the dictionary).
-      const c = fresh(`c${level}/${dict}`, () => newCctx(level, dict));
-      const out = Buffer.allocUnsafe(chunk);
-      function* run(input: Uint8Array, op: number): Generator<Buffer> {
-        for (let at = 0; ; ) {
-          const [produced, taken] = c.run(op, input.subarray(at), out);
-          at += taken;
-          if (produced > 0) yield out.subarray(0, produced);
-          // Done when the input is taken and the output did not fill: all that could go out (to continue), the whole frame (to end).
-          if (at >= input.length && produced < out.length) {
-            if (op === END) c.close();
-            return;
-          }
-        }
-      }
-      return { feed: (input) => run(input, CONTINUE), end: () => run(new Uint8Array(0), END) };
-    },
+    frameReader: (dict, chunk = 1 << 20, reuse = false) => frameReader(fresh(`d${dict}`, () => newDctx(dict)), chunk, reuse),
+    // A context of its own: node:zlib cannot reset one to a new frame (its reset drops the dictionary).
+    frameWriter: (level, dict, chunk = 1 << 20) => frameWriter(fresh(`c${level}/${dict}`, () => newCctx(level, dict)), chunk),
     bound,
   };
+}
+
+/** ZstdCodec.frameReader on a decompression context of its own, closed once the frame has ended. */
+function frameReader(d: Ctx, chunk: number, reuse: boolean): ReturnType<ZstdCodec['frameReader']> {
+  const end = new FrameEnd();
+  const keep = reuse ? Buffer.allocUnsafe(chunk) : undefined;
+  return {
+    *feed(input) {
+      const wasDone = end.done;
+      const mine = input.subarray(0, end.take(input));
+      // Until the frame's bytes here are taken and the output no longer fills a piece.
+      for (let at = 0; !wasDone; ) {
+        const out = keep ?? Buffer.allocUnsafe(chunk);
+        const [produced, taken] = d.run(CONTINUE, mine.subarray(at), out);
+        at += taken;
+        if (produced > 0) yield out.subarray(0, produced);
+        if (at >= mine.length && produced < chunk) break;
+      }
+      if (end.done) d.close();
+      if (mine.length < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
+    },
+    ended: () => end.done,
+  };
+}
+
+/** ZstdCodec.frameWriter on a compression context of its own, closed once the frame is out. */
+function frameWriter(c: Ctx, chunk: number): ReturnType<ZstdCodec['frameWriter']> {
+  const out = Buffer.allocUnsafe(chunk);
+  function* run(input: Uint8Array, op: number): Generator<Buffer> {
+    for (let at = 0; ; ) {
+      const [produced, taken] = c.run(op, input.subarray(at), out);
+      at += taken;
+      if (produced > 0) yield out.subarray(0, produced);
+      // Done when the input is taken and the output did not fill: all that could go out (to continue), the whole frame (to end).
+      if (at >= input.length && produced < out.length) {
+        if (op === END) c.close();
+        return;
+      }
+    }
+  }
+  return { feed: (input) => run(input, CONTINUE), end: () => run(new Uint8Array(0), END) };
 }

@@ -91,6 +91,12 @@ export function zstdBinding(): string | undefined {
   return typeof c === 'string' ? undefined : c.name;
 }
 
+/** The one error a zstd pack gets where zstd is not available: `file` cannot be read, and why. */
+export function requireZstd(file: string): void {
+  const why = zstdUnavailable();
+  if (why !== undefined) throw new GitError('unsupported', `cannot read ${file}: ${why}`, { file, detail: why });
+}
+
 /** A codec over the given dictionaries (their index is the `dict` argument). */
 export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
   const c = choose();

@@ -10,7 +10,7 @@ import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, 
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
-import { unzstdPieces, zstdCodec, zstdUnavailable, type ZstdCodec } from '../codec/zstd.js';
+import { requireZstd, unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets, parseRev, revPackChecksum } from '../format/rev.js';
 
 /** One entry's raw bytes and decoded header; `raw` is valid until the next read of the same pack. */
@@ -123,12 +123,6 @@ export class Pack {
           z.close();
           throw corrupt('bad-pack', packPath, 12, `zstd pack of ${name} objects, not ${algo.name}`);
         }
-        // Without zstd nothing in it can be read: one error that says so, not one per entry.
-        const why = zstdUnavailable();
-        if (why !== undefined) {
-          z.close();
-          throw new GitError('unsupported', `cannot read ${packPath}: ${why}`, { file: packPath, detail: why });
-        }
         return z;
       }
     }
@@ -173,6 +167,7 @@ export class Pack {
         closeSync(fd);
         return undefined;
       }
+      requireZstd(path); // without zstd nothing in it can be read: one error, not one per entry
       return Pack.openZpack(path, fd, fstatSync(fd).size);
     } catch (e) {
       closeSync(fd);
