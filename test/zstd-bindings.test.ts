@@ -105,6 +105,16 @@ describe('which zstd each Node.js line uses', () => {
       }
     }
   });
+
+  it('zstd-napi installed but not built: said as such on Node 20, not as missing', () => {
+    const bare = bareCopy();
+    const napi = path.join(bare, 'node_modules', 'zstd-napi');
+    fs.mkdirSync(napi, { recursive: true });
+    for (const f of ['package.json', 'binding.js']) fs.copyFileSync(path.join(fs.realpathSync(path.join(ROOT, 'node_modules', 'zstd-napi')), f), path.join(napi, f));
+    const { binding, why } = bindingOn(20, bare);
+    expect(binding).toBeNull();
+    expect(why).toMatch(/^zstd is not available: this Node\.js \(v20\.[\d.]+\) has no zstd in node:zlib \(22\.15 and later have\), and zstd-napi did not load \(Cannot find module '\.\/build\/Release\/binding\.node'\); use Node\.js 22\.19 or later, or `npm install -g zstd-napi` beside git-repack-ts$/);
+  });
 });
 
 describe('node:zlib against zstd-napi', () => {

@@ -73,7 +73,7 @@ function choose(): NonNullable<typeof chosen> {
   if (only !== 'node') {
     const b = loadNapi();
     if (typeof b !== 'string') return (chosen = { codec: (d) => napiCodec(b, d), name: `${BINDINGS.napi} ${b.versionString()}` });
-    why.push(`zstd-napi is not installed beside git-repack-ts (${b})`);
+    why.push(b.startsWith("Cannot find module 'zstd-napi") ? `zstd-napi is not installed beside git-repack-ts (${b})` : `zstd-napi did not load (${b})`);
   }
   const how = only === 'node' ? 'Node.js 22.19 or later' : only === 'napi' ? '`npm install -g zstd-napi`' : 'Node.js 22.19 or later, or `npm install -g zstd-napi` beside git-repack-ts';
   return (chosen = `zstd is not available: ${why.join(', and ')}; use ${how}`);
