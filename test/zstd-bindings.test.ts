@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { nodeBinary, type NodeLine } from '../scripts/node-lines.mjs';
 import { fixturePath } from './fixtures/index.js';
 import { fsckStrict, gitEnv, gitOk, gitOkBuffer, objectSet } from './helpers/git.js';
@@ -89,6 +89,11 @@ function repoWithLargeBlob(): string {
   gitOk(['repack', '-adq'], { cwd: dir });
   return dir;
 }
+
+// Each line's binary, fetched from the registry the first time (52 MB each): before any test's clock starts.
+beforeAll(() => {
+  for (const line of LINES) nodeBinary(line);
+}, 300_000);
 
 describe('which zstd each Node.js line uses', () => {
   it('node:zlib on 22 and 24 (with zstd-napi beside it or not), zstd-napi on 20, and on 20 without it what is missing and how to get it', () => {

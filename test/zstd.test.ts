@@ -212,5 +212,5 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     } finally {
       fs.rmSync(bare, { recursive: true, force: true });
     }
-  });
+  }, 180_000); // run on another line, Node 20's binary may be fetched first (52 MB)
 });
