@@ -1,7 +1,10 @@
 /**
  * The package as a user gets it: `npm pack` in a copy of the working tree (what a fresh clone
  * plus `npm ci` holds), `npm install -g <tarball>` into a temporary prefix with no TypeScript on
- * PATH, then `git repack-ts`, `git help repack-ts` and the library API from another directory.
+ * PATH, then `git repack-ts`, `git help repack-ts` and the library API from another directory, all
+ * on the Node.js line running this file (CI runs it on each supported line: scripts/test-lines.mjs).
+ * Installed twice: with optional dependencies (the default) and without them plus zstd-napi beside
+ * the package (what Node 20 needs for zstd); the zstd commands are run through both.
  * Each API result is compared with what the installed command prints with --json, a TypeScript
  * consumer is checked with `tsc --strict` against the installed declarations, and every
  * repository touched is checked by `git fsck --strict` and its object set.
@@ -14,12 +17,18 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { copyFixture, removeCopy } from './fixtures/index.js';
 import { fsckStrict, gitEnv, gitOk, listPacks, objectSet } from './helpers/git.js';
+import { BUILT_IN_ZSTD, zstdMissing } from './helpers/node-zstd.js';
+import { runningLine, type NodeLine } from '../scripts/node-lines.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const VERSION = (JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 
 let work: string;
 let prefix: string;
+/** The second install: --omit=optional, and zstd-napi beside the package. */
+let prefixNapi: string;
+/** What npm printed for the first install. */
+let npmSaid: string;
 let consumer: string;
 let tarball: string;
 const copies: string[] = [];
@@ -31,8 +40,9 @@ interface Run {
 }
 
 function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string | undefined> }): Run {
-  const r = spawnSync(cmd, args, { cwd: opts.cwd, env: opts.env, encoding: 'utf8', maxBuffer: 1 << 28 });
-  if (r.error) throw r.error;
+  // A bound, so that a process that never ends is named (a synchronous spawn outlives vitest's timeout).
+  const r = spawnSync(cmd, args, { cwd: opts.cwd, env: opts.env, encoding: 'utf8', maxBuffer: 1 << 28, timeout: 300_000, killSignal: 'SIGKILL' });
+  if (r.error) throw new Error(`${cmd} ${args.join(' ')}: ${r.error.message}`);
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -42,9 +52,9 @@ function runOk(cmd: string, args: string[], opts: { cwd: string; env: Record<str
   return r.stdout;
 }
 
-/** PATH without any node_modules/.bin (npm test puts the clone's tsc there). */
+/** This node's directory, then PATH without any node_modules/.bin (npm test puts the clone's tsc there). */
 function plainPath(): string {
-  return (process.env.PATH ?? '').split(':').filter((d) => d !== '' && !d.includes('node_modules')).join(':');
+  return [path.dirname(process.execPath), ...(process.env.PATH ?? '').split(':').filter((d) => d !== '' && !d.includes('node_modules'))].join(':');
 }
 
 /** npm's environment: none of the npm_* variables of the `npm test` running us. */
@@ -55,13 +65,13 @@ function npmEnv(): Record<string, string | undefined> {
 }
 
 /** The user's machine: the pinned git environment, the install prefix first on PATH, node and git, no TypeScript. */
-function userEnv(extra: Record<string, string | undefined> = {}): Record<string, string> {
-  return gitEnv({ PATH: `${path.join(prefix, 'bin')}:${plainPath()}`, NODE_PATH: undefined, ...extra });
+function userEnv(extra: Record<string, string | undefined> = {}, at = prefix): Record<string, string> {
+  return gitEnv({ PATH: `${path.join(at, 'bin')}:${plainPath()}`, NODE_PATH: undefined, ...extra });
 }
 
-/** `git repack-ts …` as installed, through git. */
-function tool(args: string[], cwd: string): string {
-  return runOk('git', ['repack-ts', ...args], { cwd, env: userEnv() });
+/** `git repack-ts …` as installed (in `at`), through git. */
+function tool(args: string[], cwd: string, at = prefix): string {
+  return runOk('git', ['repack-ts', ...args], { cwd, env: userEnv({}, at) });
 }
 
 function copy(name: Parameters<typeof copyFixture>[0]): string {
@@ -77,7 +87,8 @@ beforeAll(() => {
   const clone = path.join(work, 'clone');
   const files = runOk('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: ROOT, env: gitEnv() }).split('\0');
   for (const f of files) {
-    if (f === '' || !fs.existsSync(path.join(ROOT, f))) continue;
+    // (node_modules is linked below; a work tree's own may be a symbolic link, which `node_modules/` does not ignore)
+    if (f === '' || f === 'node_modules' || !fs.existsSync(path.join(ROOT, f))) continue;
     fs.mkdirSync(path.dirname(path.join(clone, f)), { recursive: true });
     fs.copyFileSync(path.join(ROOT, f), path.join(clone, f));
     fs.chmodSync(path.join(clone, f), fs.statSync(path.join(ROOT, f)).mode);
@@ -88,9 +99,19 @@ beforeAll(() => {
   tarball = path.join(work, name);
 
   prefix = path.join(work, 'prefix');
-  // No registry: the package has no dependency but the optional zstd-napi, left out here (the
-  // tool must work without it).
-  runOk('npm', ['install', '-g', '--prefix', prefix, '--offline', '--omit=optional', '--no-audit', '--no-fund', tarball], { cwd: work, env: { ...npmEnv(), PATH: userEnv().PATH } });
+  // No registry: the package has no dependency to fetch, optional or not (zstd-napi is an
+  // optional peer: never installed for it), and nothing to build.
+  const install = (at: string, ...opts: string[]): string => {
+    const r = run('npm', ['install', '-g', '--prefix', at, '--offline', '--no-audit', '--no-fund', ...opts, tarball], { cwd: work, env: { ...npmEnv(), PATH: userEnv({}, at).PATH } });
+    if (r.status !== 0) throw new Error(`npm install ${opts.join(' ')} exited ${r.status}\n${r.stdout}\n${r.stderr}`);
+    return r.stdout + r.stderr;
+  };
+  npmSaid = install(prefix);
+  // zstd-napi beside the package, as `npm install -g zstd-napi` leaves it (built by this clone's
+  // npm ci, from source; a user's npm takes its prebuilt binary): where Node 20 finds zstd.
+  prefixNapi = path.join(work, 'prefix-napi');
+  install(prefixNapi, '--omit=optional');
+  fs.cpSync(fs.realpathSync(path.join(ROOT, 'node_modules', 'zstd-napi')), path.join(prefixNapi, 'lib', 'node_modules', 'zstd-napi'), { recursive: true });
 
   // A project of the user's, elsewhere, depending on the installed package (what `npm link
   // git-repack-ts` makes), with the @types/node a TypeScript user has.
@@ -130,6 +151,39 @@ describe('the packed tarball', () => {
     const man = runOk('git', ['help', 'repack-ts'], { cwd: work, env: userEnv({ MANPAGER: 'cat', PAGER: 'cat', MANWIDTH: '80' }) });
     expect(man).toContain('GIT-REPACK-TS(1)');
     expect(man).toMatch(/git-repack-ts\s+-\s+rewrite\s+packfiles/);
+  });
+
+  it('installs alike with optional dependencies or without: nothing else installed, no install script, nothing said of one; on this line', () => {
+    // npm 11 warned on every install: "1 package has install scripts not yet covered by allowScripts: zstd-napi".
+    expect(npmSaid).not.toMatch(/install script|allowScripts/i);
+    expect(npmSaid).toMatch(/added 1 package/);
+    expect(fs.readdirSync(path.join(prefix, 'lib', 'node_modules'))).toEqual(['git-repack-ts']);
+    expect(fs.readdirSync(path.join(prefixNapi, 'lib', 'node_modules')).sort()).toEqual(['git-repack-ts', 'zstd-napi']);
+    // The launcher runs the first node on PATH: the one running these tests.
+    expect(runOk('node', ['--version'], { cwd: work, env: userEnv() }).trim()).toBe(process.version);
+  });
+
+  it('zstd: node:zlib where this line has it, zstd-napi beside the package, else one fatal line saying what to install', () => {
+    const line = runningLine() as NodeLine;
+    expect(Object.keys(BUILT_IN_ZSTD), `Node.js ${line} is not a supported line`).toContain(String(line));
+    const repo = copy('basic');
+    const objects = objectSet(repo);
+    for (const [at, works] of [[prefix, BUILT_IN_ZSTD[line]], [prefixNapi, true]] as const) {
+      const file = path.join(work, `${path.basename(at)}.zpack`);
+      const r = run('git', ['repack-ts', '-q', '--zstd', '-o', file], { cwd: repo, env: userEnv({}, at) });
+      if (!works) {
+        expect(r).toEqual({ status: 128, stdout: '', stderr: `fatal: ${zstdMissing(process.version)}\n` });
+        continue;
+      }
+      expect({ at, r }).toEqual({ at, r: { status: 0, stdout: '', stderr: '' } });
+      expect(tool(['verify', '-v', file], repo, at)).toContain(`${file}: ok`);
+      expect((JSON.parse(tool(['walk', '--json', '--read-blobs', file], repo, at)) as { missing: number }).missing).toBe(0);
+      const target = path.join(work, `${path.basename(at)}-target`);
+      gitOk(['init', '-q', '--bare', target], { cwd: work });
+      tool(['zstd-import', '-q', file], target, at);
+      expect(objectSet(target)).toEqual(objects);
+      expect(fsckStrict(target).status).toBe(0);
+    }
   });
 });
 

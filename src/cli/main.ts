@@ -10,7 +10,7 @@ import { installSignalCleanup } from './signals.js';
 import { stdoutFailure } from './output.js';
 import { directoryString, rawArguments } from './argv.js';
 import { encodeEscaped, fsPath, hasEscapedBytes } from '../commands/arg-bytes.js';
-import { disableZstd } from '../codec/zstd.js';
+import { disableZstd, onlyZstd } from '../codec/zstd.js';
 
 /** What every subcommand gets: where to run and the process boundary. */
 export interface CliContext {
@@ -71,6 +71,7 @@ function showManPage(io: Io): number {
 
 export async function main(args: string[], io: Io): Promise<number> {
   if (io.env.GIT_REPACK_TS_NO_ZSTD === '1') disableZstd('disabled by GIT_REPACK_TS_NO_ZSTD=1');
+  else if (io.env.GIT_REPACK_TS_ZSTD !== undefined) onlyZstd(io.env.GIT_REPACK_TS_ZSTD);
   try {
     const lead = await leadingOptions(args, io);
     if (typeof lead === 'number') return lead;

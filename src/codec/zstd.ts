@@ -1,9 +1,11 @@
-import { createRequire } from 'node:module';
 import { GitError, corrupt } from '../errors.js';
+import { loadNapi, napiCodec } from './zstd-napi.js';
+import { loadNodeZstd, nodeCodec } from './zstd-node.js';
 
 /**
- * zstd behind a small interface, on zstd-napi (chosen by measurement: docs/decisions.md —
- * synchronous, reusable contexts, prepared dictionaries, 1–3 µs per small object).
+ * zstd behind a small interface, on one of two bindings: node:zlib's own zstd where it has
+ * dictionaries (Node 22.19+, 24.6+: nothing to build), else the zstd-napi package where it is
+ * installed (docs/decisions.md, "zstd from node:zlib"). Both write and read the same bytes.
  *
  * Frames are "lean": no content size, no dictionary id, no checksum, no 4-byte magic (zstd's
  * magicless format). The entry header already carries the size, the pack the dictionary and
@@ -34,164 +36,72 @@ export interface ZstdCodec {
   bound(n: number): number;
 }
 
-interface Binding {
-  CCtx: new () => {
-    setParameter(p: number, v: number): void;
-    loadDictionary(d: Uint8Array): void;
-    compress2(dst: Uint8Array, src: Uint8Array): number;
-    compressStream2(dst: Uint8Array, src: Uint8Array, endOp: number): [returnValue: number, produced: number, consumed: number];
-    reset(directive: number): void;
-  };
-  DCtx: new () => {
-    setParameter(p: number, v: number): void;
-    loadDictionary(d: Uint8Array): void;
-    decompress(dst: Uint8Array, src: Uint8Array): number;
-    decompressStream(dst: Uint8Array, src: Uint8Array): [returnValue: number, produced: number, consumed: number];
-    reset(directive: number): void;
-  };
-  CParameter: Record<string, number>;
-  compressBound(n: number): number;
-  versionString(): string;
-}
+/** The bindings, in the order they are tried: Node's own first, nothing to build or trust. */
+const BINDINGS = { node: 'node:zlib', napi: 'zstd-napi' } as const;
+type Which = keyof typeof BINDINGS;
 
-/** ZSTD_c_format / ZSTD_d_format (experimental parameters) and ZSTD_f_zstd1_magicless. */
-const ZSTD_C_FORMAT = 10;
-const ZSTD_D_FORMAT = 1000;
-const MAGICLESS = 1;
-/** ZSTD_reset_session_only: a new frame, the dictionary and parameters kept. */
-const RESET_SESSION = 1;
-/** ZSTD_e_continue / ZSTD_e_end (ZSTD_EndDirective). */
-const CONTINUE = 0;
-const END = 2;
-
-let binding: Binding | undefined;
-let loadError: string | undefined;
-
-function load(): Binding | undefined {
-  if (binding !== undefined || loadError !== undefined) return binding;
-  try {
-    const require = createRequire(import.meta.url);
-    binding = require('zstd-napi/binding') as Binding;
-  } catch (e) {
-    loadError = (e as Error).message.split('\n')[0];
-  }
-  return binding;
-}
+let only: Which | undefined;
+let disabled: string | undefined;
+let chosen: { codec: (dicts: Uint8Array[]) => ZstdCodec; name: string } | string | undefined;
 
 /**
- * Turns zstd off for this process, as on a machine where the native build failed (tests, and
- * users who want to check: cli/ calls it for GIT_REPACK_TS_NO_ZSTD=1).
+ * Turns zstd off for this process, as on a machine with neither binding (tests, and users who
+ * want to check: cli/ calls it for GIT_REPACK_TS_NO_ZSTD=1).
  */
 export function disableZstd(why: string): void {
-  binding = undefined;
-  loadError = why;
+  disabled = why;
+  chosen = undefined;
 }
 
-/** Why zstd is not available, or undefined when it is. */
+/** Uses only the binding named `node` or `napi` (cli/: GIT_REPACK_TS_ZSTD, to compare them). */
+export function onlyZstd(which: string): void {
+  if (which === 'node' || which === 'napi') only = which;
+  else disableZstd(`GIT_REPACK_TS_ZSTD=${which} names no binding (node or napi)`);
+  chosen = undefined;
+}
+
+/** The first binding that loads, or why none did: each one's reason, then how to get one. */
+function choose(): NonNullable<typeof chosen> {
+  if (chosen !== undefined) return chosen;
+  if (disabled !== undefined) return (chosen = `zstd is not available: ${disabled}`);
+  const why: string[] = [];
+  if (only !== 'napi') {
+    const z = loadNodeZstd();
+    if (typeof z !== 'string') return (chosen = { codec: (d) => nodeCodec(z, d), name: `${BINDINGS.node} ${z.version}` });
+    why.push(`this Node.js (${process.version}) ${z}`);
+  }
+  if (only !== 'node') {
+    const b = loadNapi();
+    if (typeof b !== 'string') return (chosen = { codec: (d) => napiCodec(b, d), name: `${BINDINGS.napi} ${b.versionString()}` });
+    why.push(b.startsWith("Cannot find module 'zstd-napi") ? `zstd-napi is not installed beside git-repack-ts (${b})` : `zstd-napi did not load (${b})`);
+  }
+  const how = only === 'node' ? 'Node.js 22.19 or later' : only === 'napi' ? '`npm install -g zstd-napi`' : 'Node.js 22.19 or later, or `npm install -g zstd-napi` beside git-repack-ts';
+  return (chosen = `zstd is not available: ${why.join(', and ')}; use ${how}`);
+}
+
+/** Why zstd is not available (one line: what is missing and how to get it), or undefined when it is. */
 export function zstdUnavailable(): string | undefined {
-  load();
-  return binding === undefined ? `zstd is not available (the optional dependency zstd-napi did not build or load: ${loadError})` : undefined;
+  const c = choose();
+  return typeof c === 'string' ? c : undefined;
+}
+
+/** The binding zstd runs on, with zstd's version ("node:zlib 1.5.7"), or undefined without one. */
+export function zstdBinding(): string | undefined {
+  const c = choose();
+  return typeof c === 'string' ? undefined : c.name;
+}
+
+/** The one error a zstd pack gets where zstd is not available: `file` cannot be read, and why. */
+export function requireZstd(file: string): void {
+  const why = zstdUnavailable();
+  if (why !== undefined) throw new GitError('unsupported', `cannot read ${file}: ${why}`, { file, detail: why });
 }
 
 /** A codec over the given dictionaries (their index is the `dict` argument). */
 export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
-  const b = load();
-  if (b === undefined) throw new GitError('unsupported', zstdUnavailable()!);
-  const cctxs = new Map<string, InstanceType<Binding['CCtx']>>();
-  const dctxs = new Map<number, InstanceType<Binding['DCtx']>>();
-  let scratch = Buffer.allocUnsafe(1 << 16);
-  const cctx = (level: number, dict: number): InstanceType<Binding['CCtx']> => {
-    const key = `${level}/${dict}`;
-    let c = cctxs.get(key);
-    if (c === undefined) {
-      c = new b.CCtx();
-      c.setParameter(b.CParameter.compressionLevel!, level);
-      c.setParameter(b.CParameter.contentSizeFlag!, 0);
-      c.setParameter(b.CParameter.checksumFlag!, 0);
-      c.setParameter(b.CParameter.dictIDFlag!, 0);
-      c.setParameter(ZSTD_C_FORMAT, MAGICLESS);
-      if (dict >= 0) c.loadDictionary(dicts[dict]!);
-      cctxs.set(key, c);
-    }
-    return c;
-  };
-  const dctx = (dict: number): InstanceType<Binding['DCtx']> => {
-    let d = dctxs.get(dict);
-    if (d === undefined) {
-      d = new b.DCtx();
-      d.setParameter(ZSTD_D_FORMAT, MAGICLESS);
-      if (dict >= 0) d.loadDictionary(dicts[dict]!);
-      dctxs.set(dict, d);
-    }
-    return d;
-  };
-  return {
-    version: b.versionString(),
-    compress(data, level, dict) {
-      const bound = b.compressBound(data.length);
-      if (scratch.length < bound) scratch = Buffer.allocUnsafe(Math.max(bound, scratch.length * 2));
-      const n = cctx(level, dict).compress2(scratch, data);
-      return Buffer.from(scratch.subarray(0, n));
-    },
-    decompress(frame, size, dict, into) {
-      // One byte of room more than declared: a frame that decodes to more is caught below.
-      const room = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafe(size + 1);
-      let n: number;
-      try {
-        n = dctx(dict).decompress(room, frame);
-      } catch (e) {
-        throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
-      }
-      if (n !== size) throw new GitError('bad-object', `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`);
-      return room.subarray(0, size);
-    },
-    frameReader(dict, chunk = 1 << 20, reuse = false) {
-      const d = dctx(dict);
-      const kept = reuse ? Buffer.allocUnsafe(chunk) : undefined;
-      d.reset(RESET_SESSION);
-      let left = 1; // ZSTD_decompressStream's hint: 0 once the frame is complete
-      return {
-        *feed(input) {
-          let at = 0;
-          // Until the frame ends, or the input is used up and the output no longer fills a piece.
-          for (;;) {
-            const out = kept ?? Buffer.allocUnsafe(chunk);
-            let r: [number, number, number];
-            try {
-              r = d.decompressStream(out, input.subarray(at));
-            } catch (e) {
-              throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
-            }
-            left = r[0];
-            at += r[2];
-            if (r[1] > 0) yield out.subarray(0, r[1]);
-            if (left === 0) {
-              if (at < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
-              return;
-            }
-            if (r[1] < chunk && at >= input.length) return; // more input needed
-          }
-        },
-        ended: () => left === 0,
-      };
-    },
-    frameWriter(level, dict, chunk = 1 << 20) {
-      const c = cctx(level, dict);
-      c.reset(RESET_SESSION);
-      const out = Buffer.allocUnsafe(chunk);
-      function* run(input: Uint8Array, op: number): Generator<Buffer> {
-        for (let at = 0; ; ) {
-          const [left, produced, consumed] = c.compressStream2(out, input.subarray(at), op);
-          at += consumed;
-          if (produced > 0) yield out.subarray(0, produced);
-          // Done when the input is taken and the output did not fill (to continue) or all is out (to end).
-          if (at >= input.length && (op === CONTINUE ? produced < out.length : left === 0)) return;
-        }
-      }
-      return { feed: (input) => run(input, CONTINUE), end: () => run(new Uint8Array(0), END) };
-    },
-    bound: (n) => b.compressBound(n),
-  };
+  const c = choose();
+  if (typeof c === 'string') throw new GitError('unsupported', c);
+  return c.codec(dicts);
 }
 
 /**

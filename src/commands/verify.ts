@@ -65,7 +65,8 @@ export async function verifyPack(packFile: FsPath, idxFile: FsPath, algo: HashAl
   try {
     pack = Pack.open(packFile, algo, idxFile);
   } catch (e) {
-    if (!(e instanceof GitError)) throw e;
+    // A zstd pack without zstd is not damaged: fatal, as everywhere one is read.
+    if (!(e instanceof GitError) || e.code === 'unsupported') throw e;
     problem({ file: e.file ?? packPath, offset: e.offset ?? 0, message: e.detail });
     return result;
   }

@@ -11,7 +11,7 @@ import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, 
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
-import { unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
+import { requireZstd, unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets } from '../format/rev.js';
 import { revFileOrder } from './rev-order.js';
 
@@ -183,6 +183,7 @@ export class Pack {
         closeSync(fd);
         return undefined;
       }
+      requireZstd(shownPath(path)); // without zstd nothing in it can be read: one error, not one per entry
       return Pack.openZpack(path, fd, fstatSync(fd).size);
     } catch (e) {
       closeSync(fd);
