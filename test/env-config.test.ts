@@ -6,6 +6,7 @@
  * threshold does, or git's fatal message), `git config --type=int`. Ours is read both ways: from
  * the files when they are plain, and from `git config`.
  */
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -271,5 +272,42 @@ describe('issue 31: GIT_CONFIG does not replace the configuration', () => {
     expect(mode(ours)).toBe(mode(theirs));
     expect(objectSet(ours)).toEqual(before);
     expect(git(['fsck', '--strict'], { cwd: ours }).status).toBe(0);
+  });
+});
+
+describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", () => {
+  // In a mount namespace of its own, /etc is an overlay whose upper layer holds the test's
+  // gitconfig: the machine's own /etc is never touched.
+  const BIN = path.resolve('bin/git-repack-ts.js');
+  const inNamespace = (content: string, repo: string): { git: string; ours: string; gitConfigRuns: number } => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-etc-'));
+    try {
+      for (const d of ['u', 'w']) fs.mkdirSync(path.join(dir, d));
+      fs.writeFileSync(path.join(dir, 'u', 'gitconfig'), content);
+      const script = [
+        `mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/u,workdir=${dir}/w /etc`,
+        `git -C ${repo} config pack.compression > ${dir}/git.out 2>&1`,
+        `strace -f -qq -e trace=execve -o ${dir}/trace ${process.execPath} ${BIN} -C ${repo} --dry-run --json > ${dir}/ours.out 2>&1`,
+      ].join(' && ');
+      const env = gitEnv({ GIT_CONFIG_NOSYSTEM: undefined, GIT_CONFIG_SYSTEM: undefined });
+      const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { env, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`unshare/overlay (root, util-linux and overlayfs are needed): ${r.stderr}`);
+      const runs = fs.readFileSync(path.join(dir, 'trace'), 'utf8').split('\n').filter((l) => /execve\("[^"]*\/git", \["git", "config"/.test(l)).length;
+      return { git: fs.readFileSync(path.join(dir, 'git.out'), 'utf8').trim(), ours: fs.readFileSync(path.join(dir, 'ours.out'), 'utf8'), gitConfigRuns: runs };
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it.each([
+    ['plain: read without a git config process', '[pack]\n\tcompression = 3\n[credential "https://example.com"]\n\thelper = store\n', 0],
+    ['not plain (a quoted value): git reads it', '[pack]\n\tcompression = "3"\n', 1],
+  ])('%s, with the levels git would use', (_, content, runs) => {
+    const repo = useFixtureCopy('basic');
+    const r = inNamespace(content, repo);
+    expect(r.git).toBe('3');
+    expect(JSON.parse(r.ours).levels.blob).toBe(Number(r.git));
+    if (runs === 0) expect(r.gitConfigRuns).toBe(0);
+    else expect(r.gitConfigRuns).toBeGreaterThanOrEqual(runs);
   });
 });

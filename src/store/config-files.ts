@@ -48,7 +48,9 @@ export function configFiles(source: ConfigSource): string[] | undefined {
   if (!envBool(env, 'GIT_CONFIG_NOSYSTEM', false)) {
     const system = env.GIT_CONFIG_SYSTEM;
     if (system === undefined) {
-      if (systemFileCandidates(env, 'gitconfig').some(fileExists)) return undefined;
+      const file = systemFile(env, 'gitconfig');
+      if (file === undefined) return undefined;
+      if (file !== null) files.push(file);
     } else if (system !== '') files.push(system);
   }
   const global = env.GIT_CONFIG_GLOBAL;
@@ -187,6 +189,37 @@ export function fileExists(p: string): boolean {
  * /etc for a /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH.
  * git 2.39 has no way to print these paths; they are only consulted where git cannot be asked.
  */
+/**
+ * The system file git reads (`ETC_GITCONFIG`, `ETC_GITATTRIBUTES`), when it can be known without
+ * git: a git installed by a distribution's package (/usr/bin/git, links resolved) reads
+ * /etc/<name> (git's Makefile: sysconfdir is /etc for prefix /usr, and every distribution keeps
+ * it), and it is read here when no other place another build would look holds one. Null: none
+ * exists anywhere; undefined: git is asked (another git, GIT_EXEC_PATH set, or a file where
+ * another build would look).
+ */
+export function systemFile(env: NodeJS.ProcessEnv, name: string): string | null | undefined {
+  if (env.GIT_EXEC_PATH) return undefined;
+  const there = systemFileCandidates(env, name).filter(fileExists);
+  if (there.length === 0) return null;
+  const want = join('/etc', name);
+  return there.length === 1 && there[0] === want && gitPrefix(env) === '/usr' ? want : undefined;
+}
+
+/** <prefix> of the git on PATH (<prefix>/bin/git, links resolved), as the candidates take it. */
+function gitPrefix(env: NodeJS.ProcessEnv): string | undefined {
+  for (const d of (env.PATH ?? '').split(delimiter)) {
+    if (d === '') continue;
+    const g = join(d, 'git');
+    if (!fileExists(g)) continue;
+    try {
+      return dirname(dirname(realpathSync(g)));
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 export function systemFileCandidates(env: NodeJS.ProcessEnv, name: string): string[] {
   const out = new Set<string>([join('/etc', name), join('/usr/local/etc', name)]);
   for (const d of (env.PATH ?? '').split(delimiter)) {
