@@ -6,10 +6,13 @@
 // suites:
 //   read     verify and inspect against git verify-pack / index-pack --verify / cat-file
 //   rewrite  the rewrite against git repack -a -d (copies a fresh repository for each run)
-//   everyday the command as users type it (validated by git: --fsck=changed, the default) and
-//            --no-fsck against git repack -a -d, each on a fresh copy, with the load (uptime);
-//            BEFORE=<launcher> adds another build's two commands to the same rounds
-// The repository is never modified: every rewrite runs on a hard-linked copy.
+//   everyday the first run as a user runs it (issue 35): `git repack-ts` through git (this
+//            build's bin/ first on PATH), the user's own environment, a full fresh copy (cp -a)
+//            of the repository for every run, git repack -a -d in the same conditions; the
+//            default (validated by git: --fsck=changed) and --no-fsck; BEFORE=<bin directory of
+//            another build> adds that build's two commands to the same rounds
+// The repository is never modified. A partial clone without a config file (the public snapshots)
+// gets, in the prepared copy both tools start from, the config a partial clone has.
 import { execFileSync, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -29,8 +32,8 @@ const repo = path.resolve(repoArg);
 const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') : repo;
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 
-function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+function timed(argv, cwd, runEnv = env) {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], { cwd, env: runEnv, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
   const last = r.stderr.trim().split('\n').pop() ?? '';
   const [secs, kb, user, sys] = last.split(' ').map(Number);
   if (r.status !== 0 && !argv.includes('--allow-fail')) {
@@ -41,6 +44,25 @@ function timed(argv, cwd) {
   return { secs, mb: kb / 1024, cpu: user + sys };
 }
 
+
+/** A full copy (cp -a: every file its own, as a user's repository is) under BENCH_TMPDIR. */
+function fullCopy(from) {
+  const to = fs.mkdtempSync(path.join(process.env.BENCH_TMPDIR ?? os.tmpdir(), 'rts-user-'));
+  execFileSync('cp', ['-a', `${from}/.`, to]);
+  // Written back before the timed run, as a user's files are: no writeback of the copy meanwhile.
+  execFileSync('sync');
+  return to;
+}
+
+/** The repository as a user has it: a snapshot without a config gets a partial clone's. */
+function userCopy(from) {
+  const to = fullCopy(from);
+  const promisorPack = fs.readdirSync(path.join(to, 'objects/pack')).some((f) => f.endsWith('.promisor'));
+  if (promisorPack && !fs.existsSync(path.join(to, 'config'))) {
+    fs.writeFileSync(path.join(to, 'config'), '[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\turl = https://example.invalid/snapshot.git\n\tpromisor = true\n');
+  }
+  return to;
+}
 
 const packs = fs.readdirSync(path.join(gitDir, 'objects/pack')).filter((f) => f.endsWith('.pack'));
 // A partial clone copied without its config (as public snapshots are): git repack must be told
@@ -92,23 +114,29 @@ if (suite === 'read') {
   ];
   process.on('exit', () => fs.rmSync(second, { recursive: true, force: true }));
 } else if (suite === 'everyday') {
+  // The user's environment, as they run the command: only PATH changes (this build's bin/ first,
+  // so that git finds git-repack-ts), and GIT_NO_LAZY_FETCH (the snapshots' remote is not there).
+  const userEnv = (binDir) => ({ ...process.env, PATH: `${binDir}:${process.env.PATH}`, GIT_NO_LAZY_FETCH: '1' });
+  const base = userCopy(gitDir);
+  const run = (binDir, args) => () => ({ argv: ['git', ...args], cwd: fullCopy(base), cleanup: true, env: userEnv(binDir) });
+  const before = process.env.BEFORE;
   groups = [
     {
       name: 'rewrite',
       cmds: [
-        ['git repack -a -d', () => ({ argv: ['git', ...gitPromisor, 'repack', '-a', '-d', '-q'], cwd: copyRepo(gitDir), cleanup: true })],
-        ['git repack-ts --graph-compression=0', () => ({ argv: [BIN, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
-        ['git repack-ts --graph-compression=0 --no-fsck', () => ({ argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
-        // BEFORE=<launcher of another build>: the same two commands of that build, in the same rounds.
-        ...(process.env.BEFORE
+        ['git repack -a -d', run(path.dirname(BIN), ['repack', '-a', '-d', '-q'])],
+        ['git repack-ts --graph-compression=0', run(path.dirname(BIN), ['repack-ts', '-q', '--graph-compression=0'])],
+        ['git repack-ts --graph-compression=0 --no-fsck', run(path.dirname(BIN), ['repack-ts', '-q', '--graph-compression=0', '--no-fsck'])],
+        ...(before
           ? [
-              ['(before) --graph-compression=0', () => ({ argv: [process.env.BEFORE, '-q', '--graph-compression=0'], cwd: copyRepo(gitDir), cleanup: true })],
-              ['(before) --graph-compression=0 --no-fsck', () => ({ argv: [process.env.BEFORE, '-q', '--graph-compression=0', '--no-fsck'], cwd: copyRepo(gitDir), cleanup: true })],
+              ['(before) git repack-ts --graph-compression=0', run(before, ['repack-ts', '-q', '--graph-compression=0'])],
+              ['(before) git repack-ts --graph-compression=0 --no-fsck', run(before, ['repack-ts', '-q', '--graph-compression=0', '--no-fsck'])],
             ]
           : []),
       ],
     },
   ];
+  process.on('exit', () => fs.rmSync(base, { recursive: true, force: true }));
 } else {
   console.error(`unknown suite '${suite}'`);
   process.exit(129);
@@ -122,7 +150,7 @@ for (let r = 0; r < runs; r++) {
     for (const [label, setup] of g.cmds) {
       const s = setup();
       try {
-        const t = timed(s.argv, s.cwd);
+        const t = timed(s.argv, s.cwd, s.env);
         if (!results.has(label)) results.set(label, []);
         results.get(label).push(t);
         process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s\n`);
