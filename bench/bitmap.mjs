@@ -25,22 +25,48 @@ const runs = Number(runsArg ?? 5);
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 const packDir = (r) => path.join(r, 'objects/pack');
 const bitmaps = fs.readdirSync(packDir(repo)).filter((f) => f.endsWith('.bitmap'));
-if (bitmaps.length !== 1) throw new Error(`${repo}: expected one pack .bitmap, found ${bitmaps.length}`);
-const load = () => execFileSync('uptime', { encoding: 'utf8' }).trim().replace(/.*load/, 'load');
+if (bitmaps.length !== 1)
+  throw new Error(`${repo}: expected one pack .bitmap, found ${bitmaps.length}`);
+const load = () =>
+  execFileSync('uptime', { encoding: 'utf8' })
+    .trim()
+    .replace(/.*load/, 'load');
 
 /** Wall seconds, and CPU seconds (user + system, children included: what load distorts least). */
 function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S', ...argv], {
+    cwd,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0)
+    throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [secs, user, sys] = (r.stderr.trim().split('\n').pop() ?? '').split(' ').map(Number);
   return { secs, cpu: user + sys };
 }
 
 const cases = [
-  { name: 'git repack-ts --graph-compression=0, with the .bitmap (carried over)', argv: [BIN, '-q', '--graph-compression=0'], bitmap: true },
-  { name: 'git repack-ts --graph-compression=0, the .bitmap removed first', argv: [BIN, '-q', '--graph-compression=0'], bitmap: false },
-  { name: 'git repack -a -d -b (git writes a bitmap from scratch)', argv: ['git', '-c', 'pack.threads=1', 'repack', '-q', '-a', '-d', '-b'], bitmap: true },
-  { name: 'git repack -a -d --no-write-bitmap-index', argv: ['git', '-c', 'pack.threads=1', 'repack', '-q', '-a', '-d', '--no-write-bitmap-index'], bitmap: false },
+  {
+    name: 'git repack-ts --graph-compression=0, with the .bitmap (carried over)',
+    argv: [BIN, '-q', '--graph-compression=0'],
+    bitmap: true,
+  },
+  {
+    name: 'git repack-ts --graph-compression=0, the .bitmap removed first',
+    argv: [BIN, '-q', '--graph-compression=0'],
+    bitmap: false,
+  },
+  {
+    name: 'git repack -a -d -b (git writes a bitmap from scratch)',
+    argv: ['git', '-c', 'pack.threads=1', 'repack', '-q', '-a', '-d', '-b'],
+    bitmap: true,
+  },
+  {
+    name: 'git repack -a -d --no-write-bitmap-index',
+    argv: ['git', '-c', 'pack.threads=1', 'repack', '-q', '-a', '-d', '--no-write-bitmap-index'],
+    bitmap: false,
+  },
 ];
 console.log(`${repo}: ${load()}`);
 const times = cases.map(() => []);
@@ -68,10 +94,17 @@ cases.forEach((c, k) => console.log(`| ${c.name} | ${stat(times[k])} | ${stat(cp
 const { carryBitmap } = await import(path.join(ROOT, 'dist/commands/repack-bitmap.js'));
 const { Pack } = await import(path.join(ROOT, 'dist/store/pack.js'));
 const { hashAlgoByName } = await import(path.join(ROOT, 'dist/hash/algo.js'));
-const format = spawnSync('git', ['--git-dir', repo, 'rev-parse', '--show-object-format'], { env, encoding: 'utf8' }).stdout.trim() || 'sha1';
+const format =
+  spawnSync('git', ['--git-dir', repo, 'rev-parse', '--show-object-format'], {
+    env,
+    encoding: 'utf8',
+  }).stdout.trim() || 'sha1';
 const algo = hashAlgoByName(format);
 const oldPack = path.join(packDir(repo), bitmaps[0].replace(/\.bitmap$/, '.pack'));
-const newPack = path.join(packDir(rewritten), fs.readdirSync(packDir(rewritten)).find((f) => f.endsWith('.pack')));
+const newPack = path.join(
+  packDir(rewritten),
+  fs.readdirSync(packDir(rewritten)).find((f) => f.endsWith('.pack')),
+);
 const step = [];
 const stepCpu = [];
 let info;

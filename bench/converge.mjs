@@ -16,14 +16,18 @@ import { fileURLToPath } from 'node:url';
 const here = path.dirname(fileURLToPath(import.meta.url));
 const BIN = path.join(here, '..', 'bin', 'git-repack-ts.js');
 const args = process.argv.slice(2);
-const opt = (name, dflt) => args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
+const opt = (name, dflt) =>
+  args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? dflt;
 const [src, scratchArg] = args.filter((a) => !a.startsWith('--'));
 if (!src) {
-  console.error('usage: node bench/converge.mjs <git-dir> [<scratch-dir>] [--targets=…] [--types=graph|all]');
+  console.error(
+    'usage: node bench/converge.mjs <git-dir> [<scratch-dir>] [--targets=…] [--types=graph|all]',
+  );
   process.exit(129);
 }
 const targets = opt('targets', '0,1,6,9,auto,keep').split(',');
-const types = opt('types', 'graph') === 'all' ? ['commit', 'tree', 'blob', 'tag'] : ['commit', 'tree'];
+const types =
+  opt('types', 'graph') === 'all' ? ['commit', 'tree', 'blob', 'tag'] : ['commit', 'tree'];
 const scratch = fs.mkdtempSync(path.join(scratchArg ?? os.tmpdir(), 'converge-'));
 
 function copy(from, name) {
@@ -34,11 +38,18 @@ function copy(from, name) {
 
 function rewrite(dir, t, extra = []) {
   const levelArgs = types.map((k) => `--${k}-compression=${t}`);
-  const r = spawnSync(process.execPath, [BIN, `--git-dir=${dir}`, '--json', '--no-fsck', ...levelArgs, ...extra], { encoding: 'utf8', maxBuffer: 1 << 28 });
+  const r = spawnSync(
+    process.execPath,
+    [BIN, `--git-dir=${dir}`, '--json', '--no-fsck', ...levelArgs, ...extra],
+    { encoding: 'utf8', maxBuffer: 1 << 28 },
+  );
   if (r.status !== 0) throw new Error(`rewrite ${t} ${extra.join(' ')} failed: ${r.stderr}`);
   const out = JSON.parse(r.stdout);
   const sum = (f) => out.partitions.reduce((a, p) => a + f(p.stats), 0);
-  return { bytesOut: sum((s) => s.bytesOut), reencoded: sum((s) => Object.values(s.reencoded).reduce((a, b) => a + b, 0)) };
+  return {
+    bytesOut: sum((s) => s.bytesOut),
+    reencoded: sum((s) => Object.values(s.reencoded).reduce((a, b) => a + b, 0)),
+  };
 }
 
 /** id → "flevel F[ stored]" for every entry of every pack. */
@@ -48,7 +59,10 @@ function census(dir) {
   for (const f of fs.readdirSync(packDir).filter((n) => n.endsWith('.pack'))) {
     const pack = fs.readFileSync(path.join(packDir, f));
     const idx = fs.readFileSync(path.join(packDir, f.slice(0, -5) + '.idx'));
-    const rows = execFileSync('git', ['--git-dir', dir, 'show-index'], { input: idx, maxBuffer: 1 << 30 })
+    const rows = execFileSync('git', ['--git-dir', dir, 'show-index'], {
+      input: idx,
+      maxBuffer: 1 << 30,
+    })
       .toString()
       .trim()
       .split('\n')
@@ -65,7 +79,10 @@ function census(dir) {
       // in that choice (GitHub's packs against node's zlib: 663 of jq's 23k entries at level 6).
       const flevel = pack[p + 1] >> 6;
       const stored = ((pack[p + 2] >> 1) & 3) === 0;
-      out.set(id, `flevel ${flevel}${stored ? (flevel === 0 ? ' stored' : ' (stored block)') : ''}`);
+      out.set(
+        id,
+        `flevel ${flevel}${stored ? (flevel === 0 ? ' stored' : ' (stored block)') : ''}`,
+      );
     }
   }
   return out;
@@ -103,7 +120,9 @@ for (const s of targets) {
   const again = rewrite(dir, s).reencoded;
   const ok = dry.bytesOut === real.bytesOut && again === 0;
   if (!ok) bad++;
-  console.log(`X → ${s}: dry run ${dry.bytesOut}, written ${real.bytesOut}${dry.bytesOut === real.bytesOut ? ' (exact)' : ' MISMATCH'}; a second run re-encodes ${again}; ${tally(c)}`);
+  console.log(
+    `X → ${s}: dry run ${dry.bytesOut}, written ${real.bytesOut}${dry.bytesOut === real.bytesOut ? ' (exact)' : ' MISMATCH'}; a second run re-encodes ${again}; ${tally(c)}`,
+  );
   fs.rmSync(dir, { recursive: true, force: true });
 }
 for (const a of targets.filter((x) => x !== 'keep')) {
@@ -115,11 +134,15 @@ for (const a of targets.filter((x) => x !== 'keep')) {
     const r = rewrite(dir, s);
     const d = diff(census(dir), s === 'keep' ? afterA : direct.get(s));
     if (d > 0) bad++;
-    console.log(`X → ${a} → ${s}: ${d === 0 ? 'same encodings as' : `${d} entries differ from`} ${s === 'keep' ? `X → ${a}` : `X → ${s}`} (re-encoded ${r.reencoded})`);
+    console.log(
+      `X → ${a} → ${s}: ${d === 0 ? 'same encodings as' : `${d} entries differ from`} ${s === 'keep' ? `X → ${a}` : `X → ${s}`} (re-encoded ${r.reencoded})`,
+    );
     fs.rmSync(dir, { recursive: true, force: true });
   }
   fs.rmSync(first, { recursive: true, force: true });
 }
 fs.rmSync(scratch, { recursive: true, force: true });
-console.log(`${bad === 0 ? 'all paths converge' : `${bad} disagreements`} (${((Date.now() - t0) / 1000).toFixed(0)} s; targets for ${types.join(', ')})`);
+console.log(
+  `${bad === 0 ? 'all paths converge' : `${bad} disagreements`} (${((Date.now() - t0) / 1000).toFixed(0)} s; targets for ${types.join(', ')})`,
+);
 process.exit(bad === 0 ? 0 : 1);

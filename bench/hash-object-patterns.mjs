@@ -14,11 +14,13 @@ function uptime() {
 
 /** `openssl speed -evp sha1`: the 16384-byte column, in GB/s. */
 function opensslSha1() {
-  const out = spawnSync('openssl', ['speed', '-evp', 'sha1', '-seconds', '2'], { encoding: 'utf8' }).stdout;
+  const out = spawnSync('openssl', ['speed', '-evp', 'sha1', '-seconds', '2'], {
+    encoding: 'utf8',
+  }).stdout;
   const line = out.split('\n').find((l) => /^sha1\s/.test(l));
   if (!line) return undefined;
   const cols = line.trim().split(/\s+/);
-  return Number(cols[cols.length - 1].replace(/k$/, '')) * 1000 / 1e9;
+  return (Number(cols[cols.length - 1].replace(/k$/, '')) * 1000) / 1e9;
 }
 
 function listFiles(dir) {
@@ -35,7 +37,17 @@ function listFiles(dir) {
   return out.sort();
 }
 
-export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObjects, makeRandomFile, sh }) {
+export async function runPatterns({
+  opts,
+  env,
+  tmp,
+  BIN,
+  timed,
+  median,
+  cleanObjects,
+  makeRandomFile,
+  sh,
+}) {
   const runs = Number(opts.runs ?? 7);
   const runsBig = Number(opts['runs-big'] ?? 3);
   const tree = opts.tree ? path.resolve(opts.tree) : undefined;
@@ -50,14 +62,26 @@ export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObj
   sh('git', ['init', '-q', '--template=', fresh]);
   const small = path.join(fresh, 'small.txt');
   fs.writeFileSync(small, 'a small file\n'.repeat(40));
-  patterns.push({ name: 'one small file (start-up)', cwd: fresh, args: ['small.txt'], runs, extra: [{ name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'] }] });
+  patterns.push({
+    name: 'one small file (start-up)',
+    cwd: fresh,
+    args: ['small.txt'],
+    runs,
+    extra: [{ name: 'node -e 0', cmd: process.execPath, args: ['-e', '0'] }],
+  });
 
   if (tree) {
     if (!fs.existsSync(path.join(tree, '.git'))) sh('git', ['init', '-q', '--template=', tree]);
     const files = listFiles(tree);
     const list = path.join(tmp, 'paths.txt');
     fs.writeFileSync(list, files.join('\n') + '\n');
-    patterns.push({ name: `--stdin-paths, ${files.length} files of the tree`, cwd: tree, args: ['--stdin-paths'], stdin: list, runs });
+    patterns.push({
+      name: `--stdin-paths, ${files.length} files of the tree`,
+      cwd: tree,
+      args: ['--stdin-paths'],
+      stdin: list,
+      runs,
+    });
     const text = path.join(fresh, 'text15.txt');
     const fd = fs.openSync(text, 'w');
     let n = 0;
@@ -70,7 +94,13 @@ export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObj
       if (n >= 15_000_000) break;
     }
     fs.closeSync(fd);
-    patterns.push({ name: `-w of a ${(n / 1e6).toFixed(0)} MB text file (the tree's sources), fresh repository`, cwd: fresh, args: ['-w', 'text15.txt'], write: true, runs });
+    patterns.push({
+      name: `-w of a ${(n / 1e6).toFixed(0)} MB text file (the tree's sources), fresh repository`,
+      cwd: fresh,
+      args: ['-w', 'text15.txt'],
+      write: true,
+      runs,
+    });
   }
   for (const [label, bytes, write, r] of [
     ['64 MiB random, no -w', 64 << 20, false, runs],
@@ -81,14 +111,33 @@ export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObj
     if (opts.skip && new RegExp(opts.skip).test(label)) continue;
     // The SHA-1 limit for the 1 GiB row: the same file through sha1sum and openssl, in the same rotation.
     const file = `random-${bytes}`;
-    const extra = bytes === 1 << 30 && !write ? [{ name: 'sha1sum', cmd: 'sha1sum', args: [file] }, { name: 'openssl sha1', cmd: 'openssl', args: ['sha1', file] }] : undefined;
-    patterns.push({ name: label, cwd: fresh, bytes, args: [...(write ? ['-w'] : []), file], write, runs: r, ...(extra ? { extra } : {}) });
+    const extra =
+      bytes === 1 << 30 && !write
+        ? [
+            { name: 'sha1sum', cmd: 'sha1sum', args: [file] },
+            { name: 'openssl sha1', cmd: 'openssl', args: ['sha1', file] },
+          ]
+        : undefined;
+    patterns.push({
+      name: label,
+      cwd: fresh,
+      bytes,
+      args: [...(write ? ['-w'] : []), file],
+      write,
+      runs: r,
+      ...(extra ? { extra } : {}),
+    });
   }
 
   const rows = [];
   for (const p of patterns) {
-    if (p.bytes && !fs.existsSync(path.join(fresh, `random-${p.bytes}`))) makeRandomFile(path.join(fresh, `random-${p.bytes}`), p.bytes);
-    const cmds = [{ name: 'git', ...git(p.args) }, { name: 'ours', ...ours(p.args) }, ...(p.extra ?? [])];
+    if (p.bytes && !fs.existsSync(path.join(fresh, `random-${p.bytes}`)))
+      makeRandomFile(path.join(fresh, `random-${p.bytes}`), p.bytes);
+    const cmds = [
+      { name: 'git', ...git(p.args) },
+      { name: 'ours', ...ours(p.args) },
+      ...(p.extra ?? []),
+    ];
     const samples = cmds.map(() => []);
     let expected;
     for (let pass = -1; pass < p.runs; pass++) {
@@ -99,7 +148,8 @@ export async function runPatterns({ opts, env, tmp, BIN, timed, median, cleanObj
         const r = timedWithStdin(timed, c, p);
         if (i < 2) {
           expected ??= r.full;
-          if (r.full !== expected) throw new Error(`${p.name}: ${c.name} printed other ids than git`);
+          if (r.full !== expected)
+            throw new Error(`${p.name}: ${c.name} printed other ids than git`);
         }
         if (pass >= 0) samples[i].push(r);
       }
@@ -145,20 +195,30 @@ const mib = (kb) => (Number.isNaN(kb) ? '–' : `${(kb / 1024).toFixed(0)} MiB`)
 function print({ rows, started, loadBefore, loadAfter, sha1 }) {
   const version = (c, a) => spawnSync(c, a, { encoding: 'utf8' }).stdout.trim().split('\n')[0];
   const L = [];
-  L.push(`Run ${started.toISOString()} on ${os.cpus()[0]?.model ?? '?'} × ${os.availableParallelism()}, ${version('git', ['--version'])}, node ${process.version}.`);
-  L.push(`\`openssl speed -evp sha1\` (16 KiB blocks): ${sha1 ? sha1.toFixed(2) + ' GB/s' : 'n/a'}.`);
+  L.push(
+    `Run ${started.toISOString()} on ${os.cpus()[0]?.model ?? '?'} × ${os.availableParallelism()}, ${version('git', ['--version'])}, node ${process.version}.`,
+  );
+  L.push(
+    `\`openssl speed -evp sha1\` (16 KiB blocks): ${sha1 ? sha1.toFixed(2) + ' GB/s' : 'n/a'}.`,
+  );
   L.push(`Load before: \`${loadBefore}\`; after: \`${loadAfter}\`.`);
   L.push('');
-  L.push('| pattern | git (median) | ours (median) | ours / git | best git / ours | CPU git / ours | peak RSS git / ours | runs |');
+  L.push(
+    '| pattern | git (median) | ours (median) | ours / git | best git / ours | CPU git / ours | peak RSS git / ours | runs |',
+  );
   L.push('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const r of rows) {
-    L.push(`| ${r.name}${r.extra ? ` (${r.extra})` : ''} | ${fmt(r.git)} | ${fmt(r.ours)} | ${(r.ours / r.git).toFixed(2)}× | ${fmt(r.min[0])} / ${fmt(r.min[1])} | ${fmt(r.gitCpu)} / ${fmt(r.oursCpu)} | ${mib(r.gitRss)} / ${mib(r.oursRss)} | ${r.runs} |`);
+    L.push(
+      `| ${r.name}${r.extra ? ` (${r.extra})` : ''} | ${fmt(r.git)} | ${fmt(r.ours)} | ${(r.ours / r.git).toFixed(2)}× | ${fmt(r.min[0])} / ${fmt(r.min[1])} | ${fmt(r.gitCpu)} / ${fmt(r.oursCpu)} | ${mib(r.gitRss)} / ${mib(r.oursRss)} | ${r.runs} |`,
+    );
   }
   const big = rows.find((r) => r.bytes === 1 << 30 && !/-w/.test(r.name));
   if (big && sha1) {
-    const limit = (1 << 30) / (sha1 * 1e9) * 1000;
+    const limit = ((1 << 30) / (sha1 * 1e9)) * 1000;
     L.push('');
-    L.push(`1 GiB at the OpenSSL SHA-1 rate: ${fmt(limit)}; ours ${fmt(big.ours)} = ${(big.ours / limit).toFixed(2)}× that limit (best run ${(big.min[1] / limit).toFixed(2)}×).`);
+    L.push(
+      `1 GiB at the OpenSSL SHA-1 rate: ${fmt(limit)}; ours ${fmt(big.ours)} = ${(big.ours / limit).toFixed(2)}× that limit (best run ${(big.min[1] / limit).toFixed(2)}×).`,
+    );
   }
   process.stdout.write(L.join('\n') + '\n');
 }

@@ -43,7 +43,10 @@ const unit = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
 const sizes = (opts.sizes ?? '64m,1g').split(',').map((s) => {
   const m = /^(\d+)([kmg]?)$/i.exec(s);
   if (!m) throw new Error(`bad size ${s}`);
-  return { label: s.toUpperCase().replace(/([KMG])$/, ' $1iB'), bytes: Number(m[1]) * (unit[m[2].toLowerCase()] ?? 1) };
+  return {
+    label: s.toUpperCase().replace(/([KMG])$/, ' $1iB'),
+    bytes: Number(m[1]) * (unit[m[2].toLowerCase()] ?? 1),
+  };
 });
 const runs = Number(opts.runs ?? 5);
 const runsW = Number(opts['runs-w'] ?? runs);
@@ -59,7 +62,8 @@ const env = {
   GIT_ATTR_NOSYSTEM: '1',
   LC_ALL: 'C',
 };
-for (const k of Object.keys(env)) if (/^GIT_(DIR|WORK_TREE|INDEX_FILE|OBJECT_DIRECTORY|CONFIG_PARAMETERS)/.test(k)) delete env[k];
+for (const k of Object.keys(env))
+  if (/^GIT_(DIR|WORK_TREE|INDEX_FILE|OBJECT_DIRECTORY|CONFIG_PARAMETERS)/.test(k)) delete env[k];
 
 function sh(cmd, args, o = {}) {
   const r = spawnSync(cmd, args, { env, encoding: 'utf8', maxBuffer: 1 << 26, ...o });
@@ -70,7 +74,7 @@ function sh(cmd, args, o = {}) {
 function makeRandomFile(file, bytes) {
   const fd = fs.openSync(file, 'w');
   const buf = Buffer.allocUnsafe(1 << 24);
-  for (let done = 0; done < bytes; ) {
+  for (let done = 0; done < bytes;) {
     const n = Math.min(buf.length, bytes - done);
     randomFillSync(buf, 0, n);
     fs.writeSync(fd, buf, 0, n);
@@ -94,7 +98,12 @@ function timed(cmd, args, cwd, extraEnv = {}) {
   const stats = path.join(tmp, 'time.out');
   const argv = timeBin ? ['-f', '%U %S %M', '-o', stats, cmd, ...args] : args;
   const t0 = process.hrtime.bigint();
-  const r = spawnSync(timeBin ?? cmd, argv, { cwd, env: { ...env, ...extraEnv }, encoding: 'utf8', maxBuffer: 1 << 26 });
+  const r = spawnSync(timeBin ?? cmd, argv, {
+    cwd,
+    env: { ...env, ...extraEnv },
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   const wall = Number(process.hrtime.bigint() - t0) / 1e6;
   if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')} failed: ${r.stderr}`);
   let cpu = NaN;
@@ -117,14 +126,23 @@ function commands(file, write) {
   const low = ['-c', 'core.bigFileThreshold=32m'];
   const list = [];
   if (!write) list.push({ name: 'sha1sum(1) <file>', cmd: 'sha1sum', args: [file] });
-  list.push({ name: `git hash-object${write ? ' -w' : ''} <file>`, cmd: 'git', args: ['hash-object', ...w, file], git: true });
+  list.push({
+    name: `git hash-object${write ? ' -w' : ''} <file>`,
+    cmd: 'git',
+    args: ['hash-object', ...w, file],
+    git: true,
+  });
   list.push({
     name: `git hash-object${write ? ' -w' : ''} <file>, threshold=32M`,
     cmd: 'git',
     args: [...low, 'hash-object', ...w, file],
     git: true,
   });
-  list.push({ name: `repack-ts hash-object${write ? ' -w' : ''} <file>`, cmd: BIN, args: ['hash-object', ...w, file] });
+  list.push({
+    name: `repack-ts hash-object${write ? ' -w' : ''} <file>`,
+    cmd: BIN,
+    args: ['hash-object', ...w, file],
+  });
   list.push({
     name: `repack-ts hash-object${write ? ' -w' : ''} <file>, threshold=32M`,
     cmd: BIN,
@@ -135,7 +153,9 @@ function commands(file, write) {
 }
 
 if (opts.patterns === 'true') {
-  await import('./hash-object-patterns.mjs').then((m) => m.runPatterns({ opts, env, tmp, BIN, timed, median, cleanObjects, makeRandomFile, sh }));
+  await import('./hash-object-patterns.mjs').then((m) =>
+    m.runPatterns({ opts, env, tmp, BIN, timed, median, cleanObjects, makeRandomFile, sh }),
+  );
   fs.rmSync(tmp, { recursive: true, force: true });
   process.exit(0);
 }
@@ -161,7 +181,8 @@ try {
           const c = cmds[i];
           if (write) cleanObjects(repo);
           const r = timed(c.cmd, c.args, repo, c.env);
-          if (c.cmd !== 'sha1sum' && r.out !== expected) throw new Error(`${c.name}: ${r.out} != ${expected}`);
+          if (c.cmd !== 'sha1sum' && r.out !== expected)
+            throw new Error(`${c.name}: ${r.out} != ${expected}`);
           if (pass >= 0) samples[i].push(r);
         }
         process.stderr.write(`${size.label}${write ? ' -w' : ''}: pass ${pass + 1}/${n}\n`);
@@ -190,8 +211,12 @@ const fmtMs = (ms) => (ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixe
 const fmtMiB = (kb) => (Number.isNaN(kb) ? '–' : `${(kb / 1024).toFixed(0)} MiB`);
 const version = (c, a) => spawnSync(c, a, { encoding: 'utf8' }).stdout.trim().split('\n')[0];
 const lines = [];
-lines.push(`Run ${started.toISOString()} on ${os.cpus()[0]?.model ?? '?'} × ${os.availableParallelism()}, ${version('git', ['--version'])}, node ${process.version}, ${version('sha1sum', ['--version'])}.`);
-lines.push(`Load average (1 min) ${loadBefore[0].toFixed(2)} before, ${loadAfter[0].toFixed(2)} after. Medians of ${runs} runs (${runsW} with -w), interleaved.`);
+lines.push(
+  `Run ${started.toISOString()} on ${os.cpus()[0]?.model ?? '?'} × ${os.availableParallelism()}, ${version('git', ['--version'])}, node ${process.version}, ${version('sha1sum', ['--version'])}.`,
+);
+lines.push(
+  `Load average (1 min) ${loadBefore[0].toFixed(2)} before, ${loadAfter[0].toFixed(2)} after. Medians of ${runs} runs (${runsW} with -w), interleaved.`,
+);
 lines.push('');
 const header = ['test'];
 for (const s of sizes) header.push(`${s.label} wall`, 'vs git', 'CPU', 'peak RSS');
@@ -203,12 +228,22 @@ for (const write of modes) {
     const row = [name];
     for (const s of sizes) {
       const r = results.find((x) => x.size === s.label && x.write === write && x.name === name);
-      const base = results.find((x) => x.size === s.label && x.write === write && x.name === `git hash-object${write ? ' -w' : ''} <file>`);
+      const base = results.find(
+        (x) =>
+          x.size === s.label &&
+          x.write === write &&
+          x.name === `git hash-object${write ? ' -w' : ''} <file>`,
+      );
       if (!r) {
         row.push('', '', '', '');
         continue;
       }
-      row.push(fmtMs(r.wall), base ? `${(r.wall / base.wall).toFixed(2)}×` : '', fmtMs(r.cpu), fmtMiB(r.rss));
+      row.push(
+        fmtMs(r.wall),
+        base ? `${(r.wall / base.wall).toFixed(2)}×` : '',
+        fmtMs(r.cpu),
+        fmtMiB(r.rss),
+      );
     }
     lines.push(`| ${row.join(' | ')} |`);
   }

@@ -35,7 +35,14 @@ const work = fs.mkdtempSync(path.join(process.env.BENCH_TMPDIR ?? os.tmpdir(), '
 const gitDirOf = (r) => (fs.existsSync(path.join(r, '.git')) ? path.join(r, '.git') : r);
 
 function sh(cmd, args, cwd, input) {
-  return execFileSync(cmd, args, { cwd, env, input, encoding: 'utf8', maxBuffer: 1 << 30, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  return execFileSync(cmd, args, {
+    cwd,
+    env,
+    input,
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
 }
 
 function copy(from, name) {
@@ -52,10 +59,21 @@ function commitStream(repo, n) {
   const out = [`reset ${ref}`, `from ${parent}`];
   for (let i = 0; i < n; i++) {
     const msg = `bench commit ${i}`;
-    out.push(`commit ${ref}`, `committer Bench <bench@example.com> ${1_800_000_000 + i * 60} +0000`, `data ${Buffer.byteLength(msg)}`, msg);
+    out.push(
+      `commit ${ref}`,
+      `committer Bench <bench@example.com> ${1_800_000_000 + i * 60} +0000`,
+      `data ${Buffer.byteLength(msg)}`,
+      msg,
+    );
     for (let f = 0; f < 3; f++) {
-      const body = `bench file ${f} of commit ${i}\n` + 'a line that repeats in every version of the file\n'.repeat(40 + (i % 13));
-      out.push(`M 100644 inline bench/d${(i + f) % 9}/f${f}.txt`, `data ${Buffer.byteLength(body)}`, body);
+      const body =
+        `bench file ${f} of commit ${i}\n` +
+        'a line that repeats in every version of the file\n'.repeat(40 + (i % 13));
+      out.push(
+        `M 100644 inline bench/d${(i + f) % 9}/f${f}.txt`,
+        `data ${Buffer.byteLength(body)}`,
+        body,
+      );
     }
     out.push('');
   }
@@ -63,8 +81,14 @@ function commitStream(repo, n) {
 }
 
 function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], {
+    cwd,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0)
+    throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
   const [secs, kb] = r.stderr.trim().split('\n').pop().split(' ').map(Number);
   return { secs, mib: kb / 1024 };
 }
@@ -79,7 +103,10 @@ const base = copy(src, 'base');
 const gd = gitDirOf(base);
 const promisor = fs.readdirSync(path.join(gd, 'objects/pack')).some((f) => f.endsWith('.promisor'));
 if (promisor && !fs.existsSync(path.join(gd, 'config'))) {
-  fs.writeFileSync(path.join(gd, 'config'), '[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\turl = https://example.invalid/repo.git\n\tpromisor = true\n');
+  fs.writeFileSync(
+    path.join(gd, 'config'),
+    '[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tpartialClone = origin\n[remote "origin"]\n\turl = https://example.invalid/repo.git\n\tpromisor = true\n',
+  );
 }
 sh('git', ['config', 'pack.graphCompression', '0'], base);
 sh('git', ['config', 'gc.auto', '0'], base);
@@ -93,13 +120,38 @@ sh('git', ['-c', `fastimport.unpackLimit=${1 << 30}`, 'fast-import', '--quiet'],
 const loose = Number(/^count: (\d+)$/m.exec(sh('git', ['count-objects', '-v'], withLoose))[1]);
 
 const cases = [
-  { name: 'noop', from: base, ours: ['git', 'repack-ts', '-q'], git: ['git', 'repack', '-d', '-q'] },
-  { name: 'auto', from: base, ours: ['git', 'repack-ts', '--auto'], git: ['git', 'repack', '-d', '-q'] },
-  { name: 'new-pack', from: withPack, ours: ['git', 'repack-ts', '-q'], gitFrom: withLoose, git: ['git', 'repack', '-d', '-q'] },
-  { name: 'loose', from: withLoose, ours: ['git', 'repack-ts', '-q'], git: ['git', 'repack', '-d', '-q'] },
+  {
+    name: 'noop',
+    from: base,
+    ours: ['git', 'repack-ts', '-q'],
+    git: ['git', 'repack', '-d', '-q'],
+  },
+  {
+    name: 'auto',
+    from: base,
+    ours: ['git', 'repack-ts', '--auto'],
+    git: ['git', 'repack', '-d', '-q'],
+  },
+  {
+    name: 'new-pack',
+    from: withPack,
+    ours: ['git', 'repack-ts', '-q'],
+    gitFrom: withLoose,
+    git: ['git', 'repack', '-d', '-q'],
+  },
+  {
+    name: 'loose',
+    from: withLoose,
+    ours: ['git', 'repack-ts', '-q'],
+    git: ['git', 'repack', '-d', '-q'],
+  },
 ];
 const results = new Map(cases.map((c) => [c.name, { ours: [], git: [] }]));
-const load = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(' ');
 const loadBefore = load();
 for (let r = 0; r < rounds; r++) {
   for (const c of cases) {
@@ -110,13 +162,17 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const loadAfter = load();
-console.log(`${path.basename(path.dirname(src))}/${path.basename(src)}: ${rounds} rounds, ${commits} commits (${loose} objects loose); load ${loadBefore} -> ${loadAfter}; node ${process.version}, ${sh('git', ['--version'], work).trim()}`);
+console.log(
+  `${path.basename(path.dirname(src))}/${path.basename(src)}: ${rounds} rounds, ${commits} commits (${loose} objects loose); load ${loadBefore} -> ${loadAfter}; node ${process.version}, ${sh('git', ['--version'], work).trim()}`,
+);
 console.log('| case | git repack -d | git repack-ts | ratio | peak git | peak ours |');
 console.log('|---|---|---|---|---|---|');
 for (const c of cases) {
   const { ours, git } = results.get(c.name);
   const o = median(ours.map((x) => x.secs));
   const g = median(git.map((x) => x.secs));
-  console.log(`| ${c.name} | ${g.toFixed(2)} s | ${o.toFixed(2)} s | ${(o / g).toFixed(2)}x | ${median(git.map((x) => x.mib)).toFixed(0)} MiB | ${median(ours.map((x) => x.mib)).toFixed(0)} MiB |`);
+  console.log(
+    `| ${c.name} | ${g.toFixed(2)} s | ${o.toFixed(2)} s | ${(o / g).toFixed(2)}x | ${median(git.map((x) => x.mib)).toFixed(0)} MiB | ${median(ours.map((x) => x.mib)).toFixed(0)} MiB |`,
+  );
 }
 fs.rmSync(work, { recursive: true, force: true });

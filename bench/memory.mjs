@@ -32,7 +32,13 @@ function smaps(pid) {
     if (m) {
       const kib = (parseInt(m[2], 16) - parseInt(m[1], 16)) / 1024;
       const name = m[3] ?? '';
-      const kind = name.startsWith('/') ? `file ${path.basename(name)}` : name !== '' ? name : kib < 1024 ? 'anonymous < 1 MiB (V8 pages, stacks)' : 'anonymous >= 1 MiB (malloc)';
+      const kind = name.startsWith('/')
+        ? `file ${path.basename(name)}`
+        : name !== ''
+          ? name
+          : kib < 1024
+            ? 'anonymous < 1 MiB (V8 pages, stacks)'
+            : 'anonymous >= 1 MiB (malloc)';
       cur = [kind, 0];
       out.push(cur);
       continue;
@@ -43,7 +49,11 @@ function smaps(pid) {
   return out;
 }
 
-const child = spawn(BIN, ['--progress', ...args], { cwd: copy, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, GIT_NO_LAZY_FETCH: '1' } });
+const child = spawn(BIN, ['--progress', ...args], {
+  cwd: copy,
+  stdio: ['ignore', 'ignore', 'pipe'],
+  env: { ...process.env, GIT_NO_LAZY_FETCH: '1' },
+});
 let phase = 'start';
 let errTail = '';
 child.stderr.on('data', (d) => {
@@ -56,7 +66,9 @@ const peakOf = new Map();
 let peak = { kib: 0, phase: '', maps: [] };
 const timer = setInterval(() => {
   try {
-    const kib = Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1]);
+    const kib = Number(
+      /VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))[1],
+    );
     peakOf.set(phase, Math.max(peakOf.get(phase) ?? 0, kib));
     if (kib > peak.kib) peak = { kib, phase, maps: smaps(child.pid) };
   } catch {
@@ -71,11 +83,16 @@ child.on('exit', (code) => {
     process.exit(1);
   }
   const mib = (k) => (k / 1024).toFixed(1);
-  console.log(`git repack-ts ${args.join(' ')} on ${path.basename(repo) === 'repo' ? path.basename(path.dirname(repo)) : path.basename(repo)}: RSS sampled every 50 ms\n`);
+  console.log(
+    `git repack-ts ${args.join(' ')} on ${path.basename(repo) === 'repo' ? path.basename(path.dirname(repo)) : path.basename(repo)}: RSS sampled every 50 ms\n`,
+  );
   console.log('| phase | peak RSS MiB |\n|---|---|');
   for (const [p, k] of peakOf) console.log(`| ${p} | ${mib(k)} |`);
   const byKind = new Map();
   for (const [kind, k] of peak.maps) byKind.set(kind, (byKind.get(kind) ?? 0) + k);
-  console.log(`\nat the highest sample (${mib(peak.kib)} MiB, ${peak.phase}):\n\n| mappings | RSS MiB |\n|---|---|`);
-  for (const [kind, k] of [...byKind].sort((a, b) => b[1] - a[1])) if (k >= 512) console.log(`| ${kind} | ${mib(k)} |`);
+  console.log(
+    `\nat the highest sample (${mib(peak.kib)} MiB, ${peak.phase}):\n\n| mappings | RSS MiB |\n|---|---|`,
+  );
+  for (const [kind, k] of [...byKind].sort((a, b) => b[1] - a[1]))
+    if (k >= 512) console.log(`| ${kind} | ${mib(k)} |`);
 });

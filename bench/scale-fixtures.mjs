@@ -23,7 +23,9 @@ import path from 'node:path';
 const EPOCH = 1_700_000_000; // the tests' pinned clock (test/helpers/git.ts)
 const MiB = 1 << 20;
 export const gitEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('GIT_') || k === 'GIT_EXEC_PATH')),
+  ...Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => !k.startsWith('GIT_') || k === 'GIT_EXEC_PATH'),
+  ),
   GIT_CONFIG_NOSYSTEM: '1',
   GIT_CONFIG_GLOBAL: '/dev/null',
   LANG: 'C',
@@ -92,11 +94,21 @@ async function fastImport(dir, body, level) {
   // fast-import grows and shrinks its heap by brk for every few objects, and a brk can cost
   // 170 us on a VM (a 21k-object \`many\` took 67 s, 60 of them in the kernel): glibc keeps 64 MiB
   // at the top of the heap instead. The fixture is the same; only git's own malloc changes.
-  const fastImportEnv = { ...gitEnv, MALLOC_TOP_PAD_: String(64 << 20), MALLOC_TRIM_THRESHOLD_: String(128 << 20) };
-  const child = spawn('git', ['--git-dir', dir, ...noise, 'fast-import', '--quiet', '--done', ...stream], { env: fastImportEnv, stdio: ['pipe', 'inherit', 'inherit'] });
+  const fastImportEnv = {
+    ...gitEnv,
+    MALLOC_TOP_PAD_: String(64 << 20),
+    MALLOC_TRIM_THRESHOLD_: String(128 << 20),
+  };
+  const child = spawn(
+    'git',
+    ['--git-dir', dir, ...noise, 'fast-import', '--quiet', '--done', ...stream],
+    { env: fastImportEnv, stdio: ['pipe', 'inherit', 'inherit'] },
+  );
   const exited = new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`git fast-import exited ${code}`))));
+    child.on('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`git fast-import exited ${code}`)),
+    );
   });
   const s = new Stream(child);
   await body(s);
@@ -112,53 +124,84 @@ async function fastImport(dir, body, level) {
     packs = fs.readdirSync(path.join(dir, 'objects/pack')).filter((f) => f.endsWith('.pack'));
   }
   const pack = path.join(dir, 'objects/pack', packs[0]);
-  const count = execFileSync('git', ['--git-dir', dir, 'count-objects', '-v'], { env: gitEnv, encoding: 'utf8' });
+  const count = execFileSync('git', ['--git-dir', dir, 'count-objects', '-v'], {
+    env: gitEnv,
+    encoding: 'utf8',
+  });
   return { pack, bytes: fs.statSync(pack).size, objects: Number(/in-pack: (\d+)/.exec(count)[1]) };
 }
 
 /** (a) incompressible blobs of tens of MiB, one per commit. */
 export function makeBig(dir, blobs = 90, blobMiB = 48, level = 0) {
-  return fastImport(dir, async (s) => {
-    let mark = 0;
-    let parent = 0;
-    let readme = 0;
-    for (let i = 0; i < blobs; i++) {
-      const changes = [];
-      const blob = ++mark;
-      await s.noiseBlob(blob, `big-${i}`, blobMiB * MiB);
-      changes.push([`media/d${i % 8}/clip-${String(i).padStart(4, '0')}.bin`, blob]);
-      if (i % 10 === 0) {
-        readme = ++mark;
-        await s.blob(readme, Buffer.from(`Media set, revision ${i}\n`.repeat(20)));
-        changes.push(['README', readme]);
+  return fastImport(
+    dir,
+    async (s) => {
+      let mark = 0;
+      let parent = 0;
+      let readme = 0;
+      for (let i = 0; i < blobs; i++) {
+        const changes = [];
+        const blob = ++mark;
+        await s.noiseBlob(blob, `big-${i}`, blobMiB * MiB);
+        changes.push([`media/d${i % 8}/clip-${String(i).padStart(4, '0')}.bin`, blob]);
+        if (i % 10 === 0) {
+          readme = ++mark;
+          await s.blob(readme, Buffer.from(`Media set, revision ${i}\n`.repeat(20)));
+          changes.push(['README', readme]);
+        }
+        const c = ++mark;
+        await s.commit(c, i, `Add clip ${i}`, parent, changes);
+        parent = c;
       }
-      const c = ++mark;
-      await s.commit(c, i, `Add clip ${i}`, parent, changes);
-      parent = c;
-    }
-  }, level);
+    },
+    level,
+  );
 }
 
 /** (b) deep history over a wide tree of small text files. */
-export function makeMany(dir, commits = 300_000, dirs = 200, filesPerDir = 100, changesPerCommit = 3) {
+export function makeMany(
+  dir,
+  commits = 300_000,
+  dirs = 200,
+  filesPerDir = 100,
+  changesPerCommit = 3,
+) {
   return fastImport(dir, async (s) => {
     let mark = 0;
     let parent = 0;
     // A small deterministic PRNG (xorshift32) for which files change and what they say.
     let x = 0x9e3779b9;
     const rand = (n) => {
-      x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+      x ^= x << 13;
+      x >>>= 0;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      x >>>= 0;
       return x % n;
     };
-    const words = ['alpha', 'beta', 'gamma', 'delta', 'epsilon', 'zeta', 'eta', 'theta', 'iota', 'kappa', 'lambda', 'mu'];
+    const words = [
+      'alpha',
+      'beta',
+      'gamma',
+      'delta',
+      'epsilon',
+      'zeta',
+      'eta',
+      'theta',
+      'iota',
+      'kappa',
+      'lambda',
+      'mu',
+    ];
     const line = () => Array.from({ length: 8 }, () => words[rand(words.length)]).join(' ');
     // The first commit fills the whole tree; every later one changes a few files.
     const first = [];
-    for (let d = 0; d < dirs; d++) for (let f = 0; f < filesPerDir; f++) {
-      const m = ++mark;
-      await s.blob(m, Buffer.from(`file ${d}/${f}\n${line()}\n`));
-      first.push([`d${String(d).padStart(3, '0')}/f${String(f).padStart(3, '0')}.txt`, m]);
-    }
+    for (let d = 0; d < dirs; d++)
+      for (let f = 0; f < filesPerDir; f++) {
+        const m = ++mark;
+        await s.blob(m, Buffer.from(`file ${d}/${f}\n${line()}\n`));
+        first.push([`d${String(d).padStart(3, '0')}/f${String(f).padStart(3, '0')}.txt`, m]);
+      }
     parent = ++mark;
     await s.commit(parent, 0, 'Initial tree', 0, first);
     for (let c = 1; c < commits; c++) {
@@ -180,10 +223,14 @@ export function makeMany(dir, commits = 300_000, dirs = 200, filesPerDir = 100, 
 
 /** (c) one incompressible blob of the given size. */
 export function makeBigBlob(dir, mib = 1536, level = 0) {
-  return fastImport(dir, async (s) => {
-    await s.noiseBlob(1, 'bigblob', mib * MiB);
-    await s.commit(2, 0, 'One big blob', 0, [['big.bin', 1]]);
-  }, level);
+  return fastImport(
+    dir,
+    async (s) => {
+      await s.noiseBlob(1, 'bigblob', mib * MiB);
+      await s.commit(2, 0, 'One big blob', 0, [['big.bin', 1]]);
+    },
+    level,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
@@ -195,5 +242,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   }
   const t0 = Date.now();
   const r = await make(path.resolve(dir), ...nums.map(Number));
-  console.log(`${kind}: ${r.objects} objects, pack ${(r.bytes / 2 ** 30).toFixed(3)} GiB (${r.bytes} bytes), ${((Date.now() - t0) / 1000).toFixed(1)} s: ${r.pack}`);
+  console.log(
+    `${kind}: ${r.objects} objects, pack ${(r.bytes / 2 ** 30).toFixed(3)} GiB (${r.bytes} bytes), ${((Date.now() - t0) / 1000).toFixed(1)} s: ${r.pack}`,
+  );
 }

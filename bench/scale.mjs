@@ -17,30 +17,53 @@ import { copyRepo } from './copy-repo.mjs';
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [repoArg, runsArg, groupsArg] = process.argv.slice(2);
 if (!repoArg) {
-  console.error('usage: node bench/scale.mjs <repository> [runs] [rewrite,verify,inspect,walk,zstd]');
+  console.error(
+    'usage: node bench/scale.mjs <repository> [runs] [rewrite,verify,inspect,walk,zstd]',
+  );
   process.exit(129);
 }
 const runs = Number(runsArg ?? 1);
 const want = new Set((groupsArg ?? 'rewrite,verify,inspect,walk,zstd').split(','));
 const repo = path.resolve(repoArg);
 const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') : repo;
-const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C', GIT_NO_LAZY_FETCH: '1' };
+const env = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  LANG: 'C',
+  GIT_NO_LAZY_FETCH: '1',
+};
 const packDir = (d) => path.join(d, 'objects/pack');
-const packsOf = (d) => fs.readdirSync(packDir(d)).filter((f) => f.endsWith('.pack')).map((f) => path.join(packDir(d), f));
+const packsOf = (d) =>
+  fs
+    .readdirSync(packDir(d))
+    .filter((f) => f.endsWith('.pack'))
+    .map((f) => path.join(packDir(d), f));
 const [pack] = packsOf(gitDir);
 const idx = pack.replace(/\.pack$/, '.idx');
 
 function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], { cwd, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', maxBuffer: 1 << 30 });
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], {
+    cwd,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    encoding: 'utf8',
+    maxBuffer: 1 << 30,
+  });
   const last = r.stderr.trim().split('\n').pop() ?? '';
   const [secs, kb, user, sys] = last.split(' ').map(Number);
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
+  if (r.status !== 0)
+    throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
   return { secs, mib: kb / 1024, cpu: user + sys };
 }
 
 /** The object set as a digest of the sorted ids (millions of ids: not kept as strings). */
 function objectDigest(dir) {
-  const out = execFileSync('git', ['--git-dir', dir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { env, maxBuffer: 1 << 30 });
+  const out = execFileSync(
+    'git',
+    ['--git-dir', dir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'],
+    { env, maxBuffer: 1 << 30 },
+  );
   return { count: out.length / 41, digest: createHash('sha256').update(out).digest('hex') };
 }
 
@@ -60,14 +83,24 @@ const checks = [];
 /** Every pack a rewrite left: git verify-pack, its 64-bit table where it needs one, the same objects. */
 function checkRewritten(label, dir) {
   for (const p of packsOf(dir)) {
-    execFileSync('git', ['verify-pack', p.replace(/\.pack$/, '.idx')], { env, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 30 });
+    execFileSync('git', ['verify-pack', p.replace(/\.pack$/, '.idx')], {
+      env,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 1 << 30,
+    });
     const size = fs.statSync(p).size;
     const large = largeOffsets(p.replace(/\.pack$/, '.idx'));
-    if (size > 2 ** 31 && large === 0) throw new Error(`${label}: ${p} is ${size} bytes but its .idx has no 64-bit offsets`);
-    checks.push(`${label}: ${path.basename(p)} ${(size / 2 ** 30).toFixed(3)} GiB, git verify-pack ok, ${large} 64-bit offsets`);
+    if (size > 2 ** 31 && large === 0)
+      throw new Error(`${label}: ${p} is ${size} bytes but its .idx has no 64-bit offsets`);
+    checks.push(
+      `${label}: ${path.basename(p)} ${(size / 2 ** 30).toFixed(3)} GiB, git verify-pack ok, ${large} 64-bit offsets`,
+    );
   }
   const after = objectDigest(dir);
-  if (after.digest !== original.digest) throw new Error(`${label}: the object set changed (${original.count} objects before, ${after.count} after)`);
+  if (after.digest !== original.digest)
+    throw new Error(
+      `${label}: the object set changed (${original.count} objects before, ${after.count} after)`,
+    );
 }
 
 const groups = [];
@@ -76,8 +109,14 @@ if (want.has('rewrite')) {
     name: 'rewrite',
     cmds: [
       ['git repack -a -d', { argv: ['git', 'repack', '-a', '-d', '-q'], copy: true }],
-      ['git repack-ts --graph-compression=0', { argv: [BIN, '-q', '--graph-compression=0'], copy: true, check: true }],
-      ['git repack-ts --graph-compression=0 --no-fsck', { argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], copy: true, check: true }],
+      [
+        'git repack-ts --graph-compression=0',
+        { argv: [BIN, '-q', '--graph-compression=0'], copy: true, check: true },
+      ],
+      [
+        'git repack-ts --graph-compression=0 --no-fsck',
+        { argv: [BIN, '-q', '--graph-compression=0', '--no-fsck'], copy: true, check: true },
+      ],
     ],
   });
 }
@@ -95,7 +134,17 @@ if (want.has('inspect')) {
   groups.push({
     name: 'census',
     cmds: [
-      ['git cat-file --batch-check --batch-all-objects', { argv: ['git', 'cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk) %(deltabase)'] }],
+      [
+        'git cat-file --batch-check --batch-all-objects',
+        {
+          argv: [
+            'git',
+            'cat-file',
+            '--batch-all-objects',
+            '--batch-check=%(objectname) %(objecttype) %(objectsize) %(objectsize:disk) %(deltabase)',
+          ],
+        },
+      ],
       ['git repack-ts inspect', { argv: [BIN, 'inspect', '--json'] }],
     ],
   });
@@ -113,14 +162,26 @@ if (want.has('zstd')) {
   const out = path.join(os.tmpdir(), `rts-scale-${process.pid}.zpack`);
   groups.push({
     name: 'zstd export',
-    cmds: [['git repack-ts --zstd --graph-compression=0 -o <file>', { argv: [BIN, '-q', '--zstd', '--graph-compression=0', '-o', out], after: () => {
-      checks.push(`zstd export: ${(fs.statSync(out).size / 2 ** 30).toFixed(3)} GiB zpack`);
-      fs.rmSync(out, { force: true });
-    } }]],
+    cmds: [
+      [
+        'git repack-ts --zstd --graph-compression=0 -o <file>',
+        {
+          argv: [BIN, '-q', '--zstd', '--graph-compression=0', '-o', out],
+          after: () => {
+            checks.push(`zstd export: ${(fs.statSync(out).size / 2 ** 30).toFixed(3)} GiB zpack`);
+            fs.rmSync(out, { force: true });
+          },
+        },
+      ],
+    ],
   });
 }
 
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(', ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(', ');
 const loadBefore = load();
 const t0 = new Date();
 const results = new Map();
@@ -134,7 +195,9 @@ for (let r = 0; r < runs; r++) {
         c.after?.();
         if (!results.has(label)) results.set(label, []);
         results.get(label).push(t);
-        process.stderr.write(`round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s, ${t.mib.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s (load ${load()})\n`);
+        process.stderr.write(
+          `round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s, ${t.mib.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s (load ${load()})\n`,
+        );
       } finally {
         if (c.copy) fs.rmSync(cwd, { recursive: true, force: true });
       }
@@ -146,8 +209,13 @@ const median = (a) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 const gitVersion = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
-const name = path.basename(repo) === 'repo' || path.basename(repo) === '.git' ? path.basename(path.dirname(repo)) : path.basename(repo);
-console.log(`${name}: ${original.count} objects, ${(fs.statSync(pack).size / 2 ** 30).toFixed(3)} GiB pack (${sourceLarge} 64-bit offsets in its .idx); ${gitVersion}, node ${process.version}; ${os.availableParallelism()} cores (${os.cpus()[0]?.model.trim()}); ${runs} interleaved round(s), ${t0.toISOString().slice(11, 16)}–${new Date().toISOString().slice(11, 16)} UTC; load average ${loadBefore} before, ${load()} after\n`);
+const name =
+  path.basename(repo) === 'repo' || path.basename(repo) === '.git'
+    ? path.basename(path.dirname(repo))
+    : path.basename(repo);
+console.log(
+  `${name}: ${original.count} objects, ${(fs.statSync(pack).size / 2 ** 30).toFixed(3)} GiB pack (${sourceLarge} 64-bit offsets in its .idx); ${gitVersion}, node ${process.version}; ${os.availableParallelism()} cores (${os.cpus()[0]?.model.trim()}); ${runs} interleaved round(s), ${t0.toISOString().slice(11, 16)}–${new Date().toISOString().slice(11, 16)} UTC; load average ${loadBefore} before, ${load()} after\n`,
+);
 for (const g of groups) {
   console.log(`| ${g.name} | wall s | ratio | CPU s | CPU ratio | peak RSS MiB | RSS ratio |`);
   console.log('|---|---|---|---|---|---|---|');
@@ -156,9 +224,13 @@ for (const g of groups) {
     const ts = results.get(label);
     const [secs, cpu, mib] = ['secs', 'cpu', 'mib'].map((k) => median(ts.map((t) => t[k])));
     const [rs, rc, rm] = ['secs', 'cpu', 'mib'].map((k) => median(ref.map((t) => t[k])));
-    console.log(`| ${label} | ${secs.toFixed(1)} | ${(secs / rs).toFixed(2)}× | ${cpu.toFixed(1)} | ${(cpu / rc).toFixed(2)}× | ${mib.toFixed(0)} | ${(mib / rm).toFixed(2)}× |`);
+    console.log(
+      `| ${label} | ${secs.toFixed(1)} | ${(secs / rs).toFixed(2)}× | ${cpu.toFixed(1)} | ${(cpu / rc).toFixed(2)}× | ${mib.toFixed(0)} | ${(mib / rm).toFixed(2)}× |`,
+    );
   }
   console.log('');
 }
-console.log(`target (b) for ${original.count} objects: 64 MiB + 100 bytes per object = ${(64 + (100 * original.count) / 2 ** 20).toFixed(0)} MiB\n`);
+console.log(
+  `target (b) for ${original.count} objects: 64 MiB + 100 bytes per object = ${(64 + (100 * original.count) / 2 ** 20).toFixed(0)} MiB\n`,
+);
 for (const c of checks) console.log(`- ${c}`);

@@ -31,18 +31,33 @@ const rows = [];
 for (const line of Object.keys(NODE_LINES).map(Number)) {
   const dir = path.dirname(nodeBinary(line));
   for (const cache of line >= 22 ? [false, true] : [false]) {
-    const e = { ...env, PATH: `${dir}:${env.PATH}`, ...(cache ? { NODE_COMPILE_CACHE: path.join(work, `cache-${line}`) } : {}) };
-    for (const [what, args] of [['--version', ['--version']], ['no-op rewrite', ['-q', '--graph-compression=0']]]) {
+    const e = {
+      ...env,
+      PATH: `${dir}:${env.PATH}`,
+      ...(cache ? { NODE_COMPILE_CACHE: path.join(work, `cache-${line}`) } : {}),
+    };
+    for (const [what, args] of [
+      ['--version', ['--version']],
+      ['no-op rewrite', ['-q', '--graph-compression=0']],
+    ]) {
       execFileSync(BIN, args, { cwd: repo, env: e }); // untimed: fills the compile cache, warms the page cache
       rows.push({ line, cache, what, args, env: e, wall: [], cpu: [] });
     }
   }
 }
-const load = () => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
 const before = load();
 for (let r = 0; r < rounds; r++) {
   for (const row of rows) {
-    const t = spawnSync('/usr/bin/time', ['-f', '%e %U %S', BIN, ...row.args], { cwd: repo, env: row.env, encoding: 'utf8' });
+    const t = spawnSync('/usr/bin/time', ['-f', '%e %U %S', BIN, ...row.args], {
+      cwd: repo,
+      env: row.env,
+      encoding: 'utf8',
+    });
     if (t.status !== 0) throw new Error(`${row.what} on ${row.line} failed: ${t.stderr}`);
     const [wall, user, sys] = t.stderr.trim().split('\n').pop().split(' ').map(Number);
     row.wall.push(wall);
@@ -54,5 +69,8 @@ const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
 console.log(`load before ${before}, after ${load()}; ${rounds} interleaved rounds; ${repoArg}`);
 console.log('| node | compile cache | command | wall s (median) | CPU s (mean) |');
 console.log('|---|---|---|---|---|');
-for (const r of rows) console.log(`| ${NODE_LINES[r.line]} | ${r.cache ? 'yes' : 'no'} | ${r.what} | ${median(r.wall).toFixed(3)} | ${mean(r.cpu).toFixed(3)} |`);
+for (const r of rows)
+  console.log(
+    `| ${NODE_LINES[r.line]} | ${r.cache ? 'yes' : 'no'} | ${r.what} | ${median(r.wall).toFixed(3)} | ${mean(r.cpu).toFixed(3)} |`,
+  );
 for (const d of [work, repo]) fs.rmSync(d, { recursive: true, force: true });

@@ -31,27 +31,50 @@ for (let i = 0; i < p.order.length; i++) {
   const off = p.offsetAtRank(i);
   const e = p.entryAt(off, p.endOf(off), true);
   const t = e.hdr.type;
-  const real = t === 6 ? realOf.get(off - e.hdr.baseDistance) : t === 7 ? realOf.get(p.findOffset(e.raw.subarray(e.hdr.baseIdPos, e.hdr.baseIdPos + p.algo.len))) : t;
+  const real =
+    t === 6
+      ? realOf.get(off - e.hdr.baseDistance)
+      : t === 7
+        ? realOf.get(p.findOffset(e.raw.subarray(e.hdr.baseIdPos, e.hdr.baseIdPos + p.algo.len)))
+        : t;
   realOf.set(off, real);
   const data = e.raw.subarray(e.hdr.headerLen);
   if (data.length === e.hdr.size) continue;
   const delta = t === 6 || t === 7;
-  frames.push({ dict: p.dictFor(real, delta), frame: Buffer.from(data), plain: Buffer.from(p.unzstd(data, e.hdr.size, real, delta, off)) });
+  frames.push({
+    dict: p.dictFor(real, delta),
+    frame: Buffer.from(data),
+    plain: Buffer.from(p.unzstd(data, e.hdr.size, real, delta, off)),
+  });
 }
 const dicts = p.zstdDicts.dicts;
 const level = p.zpack.level;
 const napi = loadNapi();
 const node = loadNodeZstd();
-if (typeof napi === 'string' || typeof node === 'string') throw new Error(`a binding is missing: ${napi} / ${node}`);
+if (typeof napi === 'string' || typeof node === 'string')
+  throw new Error(`a binding is missing: ${napi} / ${node}`);
 const MAGIC = Buffer.from([0x28, 0xb5, 0x2f, 0xfd]);
 const C = zlib.constants;
-const params = { [C.ZSTD_c_compressionLevel]: level, [C.ZSTD_c_contentSizeFlag]: 0, [C.ZSTD_c_checksumFlag]: 0, [C.ZSTD_c_dictIDFlag]: 0 };
+const params = {
+  [C.ZSTD_c_compressionLevel]: level,
+  [C.ZSTD_c_contentSizeFlag]: 0,
+  [C.ZSTD_c_checksumFlag]: 0,
+  [C.ZSTD_c_dictIDFlag]: 0,
+};
 const dictOpt = (d) => (d >= 0 ? { dictionary: dicts[d] } : {});
 const oneCall = {
-  decompress: (f, size, d) => zlib.zstdDecompressSync(Buffer.concat([MAGIC, f]), { ...dictOpt(d), maxOutputLength: size + 1 }),
+  decompress: (f, size, d) =>
+    zlib.zstdDecompressSync(Buffer.concat([MAGIC, f]), {
+      ...dictOpt(d),
+      maxOutputLength: size + 1,
+    }),
   compress: (data, lvl, d) => zlib.zstdCompressSync(data, { params, ...dictOpt(d) }).subarray(4),
 };
-const codecs = { 'node:zlib, kept handles (ours)': nodeCodec(node, dicts), 'node:zlib, one call a frame': oneCall, 'zstd-napi (ours)': napiCodec(napi, dicts) };
+const codecs = {
+  'node:zlib, kept handles (ours)': nodeCodec(node, dicts),
+  'node:zlib, one call a frame': oneCall,
+  'zstd-napi (ours)': napiCodec(napi, dicts),
+};
 const times = Object.fromEntries(Object.keys(codecs).map((k) => [k, { d: [], c: [] }]));
 const same = {};
 for (let r = 0; r < rounds; r++) {
@@ -71,8 +94,15 @@ for (let r = 0; r < rounds; r++) {
   }
 }
 const median = (a) => [...a].sort((x, y) => x - y)[a.length >> 1];
-console.log(`Node ${process.version}, zstd ${process.versions.zstd}; ${file}: ${frames.length} frames, level ${level}, ${dicts.length} dictionaries; ${rounds} interleaved rounds`);
-console.log('| binding | decompress, CPU µs/frame | compress, CPU µs/frame | frames equal to the pack\'s |');
+console.log(
+  `Node ${process.version}, zstd ${process.versions.zstd}; ${file}: ${frames.length} frames, level ${level}, ${dicts.length} dictionaries; ${rounds} interleaved rounds`,
+);
+console.log(
+  "| binding | decompress, CPU µs/frame | compress, CPU µs/frame | frames equal to the pack's |",
+);
 console.log('|---|---|---|---|');
-for (const [name, t] of Object.entries(times)) console.log(`| ${name} | ${median(t.d).toFixed(1)} | ${median(t.c).toFixed(1)} | ${same[name]} / ${frames.length} |`);
+for (const [name, t] of Object.entries(times))
+  console.log(
+    `| ${name} | ${median(t.d).toFixed(1)} | ${median(t.c).toFixed(1)} | ${same[name]} / ${frames.length} |`,
+  );
 p.close();

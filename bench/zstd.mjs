@@ -41,7 +41,12 @@ const median = (a) => {
 
 // The zlib packs: as they are, and at graph level 0 (in a hard-linked copy).
 const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') : repo;
-const packOf = (dir) => path.join(dir, 'objects/pack', fs.readdirSync(path.join(dir, 'objects/pack')).find((f) => f.endsWith('.pack')));
+const packOf = (dir) =>
+  path.join(
+    dir,
+    'objects/pack',
+    fs.readdirSync(path.join(dir, 'objects/pack')).find((f) => f.endsWith('.pack')),
+  );
 const g0 = path.join(work, 'graph0');
 execFileSync('cp', ['-al', gitDir, g0]);
 for (const d of ['refs', 'packed-refs', 'HEAD']) {
@@ -66,18 +71,34 @@ const variants = [
   { dict: true, plain: ['--tree-compression=0'], tag: 'dt', name: ', trees plain' },
 ];
 // Optional 4th argument: which variants, by tag (plain = no dictionaries, d, dg, dc, dt).
-const wanted = variantsArg === undefined ? undefined : new Set(variantsArg.split(',').map((t) => (t === 'plain' ? '' : t)));
+const wanted =
+  variantsArg === undefined
+    ? undefined
+    : new Set(variantsArg.split(',').map((t) => (t === 'plain' ? '' : t)));
 for (const v of variants.filter((x) => wanted === undefined || wanted.has(x.tag))) {
   for (const level of levels) {
     const file = path.join(work, `z${level}${v.tag}.zpack`);
-    const args = [process.execPath, BIN, '-q', `--zstd=${level}`, '-o', file, ...(v.dict ? [] : ['--no-dict']), ...v.plain];
+    const args = [
+      process.execPath,
+      BIN,
+      '-q',
+      `--zstd=${level}`,
+      '-o',
+      file,
+      ...(v.dict ? [] : ['--no-dict']),
+      ...v.plain,
+    ];
     const t = timed(args, gitDir);
-    rows.push({ name: `zstd ${level}${v.dict ? ' + dictionaries' : ''}${v.name ?? ''}`, file, write: t.secs });
+    rows.push({
+      name: `zstd ${level}${v.dict ? ' + dictionaries' : ''}${v.name ?? ''}`,
+      file,
+      write: t.secs,
+    });
     process.stderr.write(`wrote ${path.basename(file)} in ${t.secs.toFixed(1)} s\n`);
   }
 }
 for (const r of rows) r.size = fs.statSync(r.file).size;
-for (const r of rows) r.walk = [], r.walkAll = [], r.ownAll = [];
+for (const r of rows) ((r.walk = []), (r.walkAll = []), (r.ownAll = []));
 for (let i = 0; i < runs; i++) {
   for (const r of rows) {
     r.walk.push(timed([process.execPath, BIN, 'walk', r.file], gitDir).secs);
@@ -94,12 +115,18 @@ const bwa = median(base.walkAll);
 const boa = median(base.ownAll);
 const pct = (a, b) => `${a >= b ? '+' : ''}${(((a - b) / b) * 100).toFixed(1)}%`;
 const git = execFileSync('git', ['--version'], { encoding: 'utf8' }).trim();
-console.log(`${path.basename(path.dirname(gitDir)) || path.basename(gitDir)}: ${git}, node ${process.version}, ${os.availableParallelism()} cores; walks: median of ${runs} interleaved runs (wall s, including ~0.14 s of start-up; "walk only" is the walk's own clock, from its --json)\n`);
-console.log('| pack | size MB | vs zlib | write s | walk s | vs zlib | walk + blobs s | vs zlib | same, walk only s | vs zlib |');
+console.log(
+  `${path.basename(path.dirname(gitDir)) || path.basename(gitDir)}: ${git}, node ${process.version}, ${os.availableParallelism()} cores; walks: median of ${runs} interleaved runs (wall s, including ~0.14 s of start-up; "walk only" is the walk's own clock, from its --json)\n`,
+);
+console.log(
+  '| pack | size MB | vs zlib | write s | walk s | vs zlib | walk + blobs s | vs zlib | same, walk only s | vs zlib |',
+);
 console.log('|---|---|---|---|---|---|---|---|---|---|');
 for (const r of rows) {
   const w = median(r.walk);
   const wa = median(r.walkAll);
   const oa = median(r.ownAll);
-  console.log(`| ${r.name} | ${(r.size / 1e6).toFixed(1)} | ${pct(r.size, base.size)} | ${Number.isNaN(r.write) ? '–' : r.write.toFixed(1)} | ${w.toFixed(2)} | ${pct(w, bw)} | ${wa.toFixed(2)} | ${pct(wa, bwa)} | ${oa.toFixed(2)} | ${pct(oa, boa)} |`);
+  console.log(
+    `| ${r.name} | ${(r.size / 1e6).toFixed(1)} | ${pct(r.size, base.size)} | ${Number.isNaN(r.write) ? '–' : r.write.toFixed(1)} | ${w.toFixed(2)} | ${pct(w, bw)} | ${wa.toFixed(2)} | ${pct(wa, bwa)} | ${oa.toFixed(2)} | ${pct(oa, boa)} |`,
+  );
 }

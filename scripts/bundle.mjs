@@ -23,10 +23,18 @@ const bundle = await rolldown({
       transform(code, id) {
         if (!code.includes('import.meta.url')) return null;
         const rel = path.relative(outDir, id).split(path.sep).join('/');
-        return code.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`);
+        return code.replaceAll(
+          'import.meta.url',
+          `new URL(${JSON.stringify(rel)}, import.meta.url).href`,
+        );
       },
     },
   ],
 });
-await bundle.write({ dir: outDir, format: 'esm', entryFileNames: '[name].js', chunkFileNames: '[name]-[hash].js' });
+await bundle.write({
+  dir: outDir,
+  format: 'esm',
+  entryFileNames: '[name].js',
+  chunkFileNames: '[name]-[hash].js',
+});
 await bundle.close();

@@ -20,7 +20,12 @@ const env = {
 };
 
 function run(cmd, args, cwd, extra = {}) {
-  const r = spawnSync(cmd, args, { cwd, env: { ...env, ...extra }, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const r = spawnSync(cmd, args, {
+    cwd,
+    env: { ...env, ...extra },
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   if (r.status !== 0) {
     process.stderr.write(`${cmd} ${args.join(' ')} failed:\n${r.stderr}`);
     process.exit(1);
@@ -32,8 +37,19 @@ function makeDemo(dir) {
   fs.rmSync(dir, { recursive: true, force: true });
   run('git', ['init', '-q', '-b', 'main', dir], os.tmpdir());
   let seed = 42;
-  const rnd = () => ((seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32);
-  const words = ['pack', 'delta', 'tree', 'commit', 'blob', 'zlib', 'index', 'object', 'ref', 'graph'];
+  const rnd = () => (seed = (seed * 1103515245 + 12345) >>> 0) / 2 ** 32;
+  const words = [
+    'pack',
+    'delta',
+    'tree',
+    'commit',
+    'blob',
+    'zlib',
+    'index',
+    'object',
+    'ref',
+    'graph',
+  ];
   fs.mkdirSync(path.join(dir, 'src'), { recursive: true });
   for (let i = 0; i < 400; i++) {
     const f = path.join(dir, 'src', `file${i % 12}.txt`);
@@ -41,7 +57,10 @@ function makeDemo(dir) {
     fs.appendFileSync(f, `${i}: ${line}\n`);
     const date = `${1700000000 + i * 3600} +0000`;
     run('git', ['add', '-A'], dir);
-    run('git', ['commit', '-q', '-m', `change ${i}: ${line}`], dir, { GIT_AUTHOR_DATE: date, GIT_COMMITTER_DATE: date });
+    run('git', ['commit', '-q', '-m', `change ${i}: ${line}`], dir, {
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_DATE: date,
+    });
     if (i % 100 === 99) run('git', ['tag', `v${(i + 1) / 100}`], dir);
   }
   run('git', ['repack', '-adq'], dir);
@@ -54,13 +73,20 @@ const top = given ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), 'git-repac
 const repo = given ? path.resolve(given) : path.join(top, 'repo');
 if (top !== undefined && process.env.GIT_REPACK_TS_KEEP_DEMO !== '1') {
   process.on('exit', () => fs.rmSync(top, { recursive: true, force: true }));
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => process.exit(128 + os.constants.signals[sig]));
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'])
+    process.on(sig, () => process.exit(128 + os.constants.signals[sig]));
 }
 if (!given) {
   console.log(`Building a demo repository in ${repo} (400 commits, packed by git)...`);
   makeDemo(repo);
 }
-for (const args of [['inspect'], ['--graph-compression=0', '--dry-run'], ['--graph-compression=0'], ['verify', '--json'], ['inspect']]) {
+for (const args of [
+  ['inspect'],
+  ['--graph-compression=0', '--dry-run'],
+  ['--graph-compression=0'],
+  ['verify', '--json'],
+  ['inspect'],
+]) {
   console.log(`\n$ git repack-ts ${args.join(' ')}`);
   const r = spawnSync(process.execPath, [bin, ...args], { cwd: repo, env, stdio: 'inherit' });
   if (r.status !== 0) process.exit(r.status ?? 1);

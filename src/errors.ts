@@ -63,6 +63,16 @@ export { GitRepackError as GitError };
  * A format error in a pack, index or object: always names the file and offset; `label` says
  * which file it is when that helps (`new pack`, `new index`).
  */
-export function corrupt(code: ErrorCode, file: string, offset: number, what: string, label?: string): GitRepackError {
-  return new GitRepackError(code, `${label === undefined ? '' : `${label} `}${file}: ${what} at offset ${offset}`, { file, offset, detail: what });
+export function corrupt(
+  code: ErrorCode,
+  file: string,
+  offset: number,
+  what: string,
+  label?: string,
+): GitRepackError {
+  return new GitRepackError(
+    code,
+    `${label === undefined ? '' : `${label} `}${file}: ${what} at offset ${offset}`,
+    { file, offset, detail: what },
+  );
 }

@@ -10,7 +10,12 @@ export { repack, type RepackOptions } from './api/repack.js';
 export { verify, type VerifyOptions, type VerifyReport } from './api/verify.js';
 export { hashObject, type HashObjectOptions } from './api/hash-object.js';
 export { walk, type WalkOptions } from './api/walk.js';
-export { zstdExport, zstdImport, type ZstdExportOptions, type ZstdImportOptions } from './api/zstd.js';
+export {
+  zstdExport,
+  zstdImport,
+  type ZstdExportOptions,
+  type ZstdImportOptions,
+} from './api/zstd.js';
 export type { ProgressCallback } from './api/common.js';
 export { GitRepackError, type ErrorCode } from './errors.js';
 

@@ -19,7 +19,14 @@ export function releaseNow(...arrays: (ArrayBufferView | undefined)[]): void {
   for (const a of arrays) {
     if (a === undefined) continue;
     const b = a.buffer;
-    if (b instanceof ArrayBuffer && a.byteOffset === 0 && a.byteLength === b.byteLength && b.byteLength >= MIN_RELEASE && !buffers.includes(b)) buffers.push(b);
+    if (
+      b instanceof ArrayBuffer &&
+      a.byteOffset === 0 &&
+      a.byteLength === b.byteLength &&
+      b.byteLength >= MIN_RELEASE &&
+      !buffers.includes(b)
+    )
+      buffers.push(b);
   }
   if (buffers.length === 0) return;
   const { port1, port2 } = new MessageChannel();

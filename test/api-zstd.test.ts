@@ -38,8 +38,17 @@ describe('zstdExport and zstdImport', () => {
       const viaApi = path.join(dir, 'api.zpack');
       const viaCli = path.join(dir, 'cli.zpack');
       const progress: string[] = [];
-      const e = await zstdExport(src, viaApi, { level: 3, dictTrainer: 'js', graphCompression: 0, onProgress: (phase) => progress.push(phase) });
-      const c = JSON.parse(toolOk(['--zstd=3', '--dict-trainer=js', '--graph-compression=0', '-o', viaCli, '--json'], { cwd: src }));
+      const e = await zstdExport(src, viaApi, {
+        level: 3,
+        dictTrainer: 'js',
+        graphCompression: 0,
+        onProgress: (phase) => progress.push(phase),
+      });
+      const c = JSON.parse(
+        toolOk(['--zstd=3', '--dict-trainer=js', '--graph-compression=0', '-o', viaCli, '--json'], {
+          cwd: src,
+        }),
+      );
       expect({ ...e, path: '' }).toEqual({ ...c, path: '' });
       expect(e.path).toBe(viaApi);
       expect(fs.readFileSync(viaApi).equals(fs.readFileSync(viaCli))).toBe(true);
@@ -47,7 +56,9 @@ describe('zstdExport and zstdImport', () => {
       const a = bare(dir, 'a');
       const b = bare(dir, 'b');
       const i = await zstdImport(a, viaApi, { fsck: 'connectivity' });
-      const j = JSON.parse(toolOk(['zstd-import', '--fsck=connectivity', '--json', viaApi], { cwd: b }));
+      const j = JSON.parse(
+        toolOk(['zstd-import', '--fsck=connectivity', '--json', viaApi], { cwd: b }),
+      );
       expect(i).toEqual(j);
       expect(i.refs.every((r) => r.status === 'new')).toBe(true);
       expect(i.head).toEqual({ status: 'set', ref: 'refs/heads/main' });
@@ -74,14 +85,31 @@ describe('zstdExport and zstdImport', () => {
       const out = path.join(dir, 'x.zpack');
       expect((await rejection(zstdExport(repo, out, { level: 23 }))).code).toBe('usage');
       expect((await rejection(zstdExport(repo, out, { dictSize: 12 }))).code).toBe('usage');
-      expect((await rejection(zstdExport(repo, out, { zstd: 3 } as object))).message).toBe("zstdExport: unknown option 'zstd'");
-      expect((await rejection(zstdExport(repo, path.join(repo, '.git', 'objects', 'pack', 'x.zpack')))).code).toBe('usage');
-      expect((await rejection(zstdImport(repo, out, { fsck: 'changed' as 'full' }))).code).toBe('usage');
-      expect((await rejection(zstdImport(repo, out, { force: true, dryRun: true } as object))).code).toBe('usage');
-      expect((await rejection(zstdExport(repo, out, { signal: AbortSignal.abort() }))).code).toBe('aborted');
+      expect((await rejection(zstdExport(repo, out, { zstd: 3 } as object))).message).toBe(
+        "zstdExport: unknown option 'zstd'",
+      );
+      expect(
+        (await rejection(zstdExport(repo, path.join(repo, '.git', 'objects', 'pack', 'x.zpack'))))
+          .code,
+      ).toBe('usage');
+      expect((await rejection(zstdImport(repo, out, { fsck: 'changed' as 'full' }))).code).toBe(
+        'usage',
+      );
+      expect(
+        (await rejection(zstdImport(repo, out, { force: true, dryRun: true } as object))).code,
+      ).toBe('usage');
+      expect((await rejection(zstdExport(repo, out, { signal: AbortSignal.abort() }))).code).toBe(
+        'aborted',
+      );
       expect(fs.existsSync(out)).toBe(false);
       const id = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
-      fs.writeFileSync(out, forgeZpack([{ type: OBJ.blob, data: Buffer.from('not README\n'), id: Buffer.from(id, 'hex') }], 'sha1'));
+      fs.writeFileSync(
+        out,
+        forgeZpack(
+          [{ type: OBJ.blob, data: Buffer.from('not README\n'), id: Buffer.from(id, 'hex') }],
+          'sha1',
+        ),
+      );
       const forged = await rejection(zstdImport(repo, out, { fsck: false }));
       expect([forged.code, forged.file, forged.objectId]).toEqual(['bad-object', out, id]);
       expect(forged.offset).toBeGreaterThan(0);

@@ -27,7 +27,11 @@ async function rejection(p: Promise<unknown>): Promise<GitRepackError> {
 
 /** The state git sees: packs by name, every object, and fsck's verdict. */
 function state(repo: string): unknown {
-  return { packs: listPacks(repo).map((p) => path.basename(p)), objects: objectSet(repo), fsck: fsckStrict(repo) };
+  return {
+    packs: listPacks(repo).map((p) => path.basename(p)),
+    objects: objectSet(repo),
+    fsck: fsckStrict(repo),
+  };
 }
 
 describe('library API errors', () => {
@@ -38,7 +42,9 @@ describe('library API errors', () => {
     expect(e.file).toBe(missing);
     expect(e.name).toBe('GitRepackError');
 
-    const plain = fs.mkdtempSync(path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'api-not-a-repo-'));
+    const plain = fs.mkdtempSync(
+      path.join(fs.realpathSync(process.env.TMPDIR ?? '/tmp'), 'api-not-a-repo-'),
+    );
     try {
       expect((await rejection(repack(plain))).code).toBe('not-a-repository');
     } finally {
@@ -50,10 +56,19 @@ describe('library API errors', () => {
     const objects = objectSet(around);
     const file = path.join(around, 'new.txt');
     fs.writeFileSync(file, 'not for the repository around\n');
-    const typo = await rejection(hashObject(file, { write: true, repository: path.join(around, 'no-such-directory') }));
-    expect([typo.code, typo.file]).toEqual(['not-a-repository', path.join(around, 'no-such-directory')]);
+    const typo = await rejection(
+      hashObject(file, { write: true, repository: path.join(around, 'no-such-directory') }),
+    );
+    expect([typo.code, typo.file]).toEqual([
+      'not-a-repository',
+      path.join(around, 'no-such-directory'),
+    ]);
     expect(objectSet(around)).toEqual(objects);
-    const e2 = new GitRepackError('missing-object', 'object 1234 not found', { file: 'f', offset: 12, objectId: '1234' });
+    const e2 = new GitRepackError('missing-object', 'object 1234 not found', {
+      file: 'f',
+      offset: 12,
+      objectId: '1234',
+    });
     expect([e2.code, e2.file, e2.offset, e2.objectId]).toEqual(['missing-object', 'f', 12, '1234']);
   });
 
@@ -62,9 +77,20 @@ describe('library API errors', () => {
     expect((await rejection(repack(repo, { graphCompression: 10 }))).code).toBe('usage');
     expect((await rejection(repack(repo, { compression: 'auto' }))).code).toBe('usage');
     expect((await rejection(repack(repo, { fsck: 'some' as 'full' }))).code).toBe('usage');
-    expect((await rejection(repack(repo, { dryrun: true } as object))).message).toBe("repack: unknown option 'dryrun'");
+    expect((await rejection(repack(repo, { dryrun: true } as object))).message).toBe(
+      "repack: unknown option 'dryrun'",
+    );
     expect((await rejection(verify([]))).code).toBe('usage');
-    expect((await rejection(repack(repo, { dryRun: true, keepPacks: ['pack-0000000000000000000000000000000000000000'] }))).code).toBe('usage');
+    expect(
+      (
+        await rejection(
+          repack(repo, {
+            dryRun: true,
+            keepPacks: ['pack-0000000000000000000000000000000000000000'],
+          }),
+        )
+      ).code,
+    ).toBe('usage');
   });
 
   it('rejects with code aborted when the signal fires, and the repository stays as it was', async () => {
@@ -87,7 +113,9 @@ describe('library API errors', () => {
     expect(e.code).toBe('aborted');
     expect(phases).toContain('writing objects');
     expect(state(repo)).toEqual(before);
-    expect(fs.readdirSync(path.dirname(listPacks(repo)[0]!)).filter((f) => f.startsWith('tmp_'))).toEqual([]);
+    expect(
+      fs.readdirSync(path.dirname(listPacks(repo)[0]!)).filter((f) => f.startsWith('tmp_')),
+    ).toEqual([]);
   });
 
   it('a damaged pack is a result, not an error', async () => {
@@ -118,7 +146,9 @@ describe('library API options', () => {
     gitOk(['config', 'pack.blobCompression', '9'], { cwd: repo });
     const api = await repack(repo, { dryRun: true, tagCompression: 1 });
     expect(api.levels).toEqual({ commit: 0, tree: 0, blob: 9, tag: 1 });
-    expect(api).toStrictEqual(JSON.parse(toolOk(['--dry-run', '--json', '--tag-compression=1'], { cwd: repo })));
+    expect(api).toStrictEqual(
+      JSON.parse(toolOk(['--dry-run', '--json', '--tag-compression=1'], { cwd: repo })),
+    );
   });
 
   it('takes the path it is given over GIT_DIR in the environment', async () => {
@@ -133,7 +163,10 @@ describe('library API options', () => {
     const out = vi.spyOn(process.stdout, 'write');
     const err = vi.spyOn(process.stderr, 'write');
     const progress: string[] = [];
-    const r = await repack(repo, { blobCompression: 0, onProgress: (phase) => progress.push(phase) });
+    const r = await repack(repo, {
+      blobCompression: 0,
+      onProgress: (phase) => progress.push(phase),
+    });
     await inspect(repo);
     await walk(repo);
     await verify(listPacks(repo));
@@ -156,7 +189,8 @@ describe('library API options', () => {
           fs.readFileSync(p, 'utf8')
             .split('\n')
             .forEach((line, i) => {
-              if (/process\.(stdout|stderr|stdin|exit|exitCode|argv)\b|console\./.test(line)) offenders.push(`${path.relative(SRC, p)}:${i + 1}: ${line.trim()}`);
+              if (/process\.(stdout|stderr|stdin|exit|exitCode|argv)\b|console\./.test(line))
+                offenders.push(`${path.relative(SRC, p)}:${i + 1}: ${line.trim()}`);
             });
         }
       }

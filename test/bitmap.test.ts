@@ -36,27 +36,39 @@ const EPOCH = 1_700_000_000;
 function history(n: number, from = 0): string {
   const out: string[] = [];
   const data = (s: string): string => `data ${Buffer.byteLength(s)}\n${s}\n`;
-  const file = (p: string, i: number): string => `M 100644 inline ${p}\n` + data(Array.from({ length: 40 }, (_, k) => `line ${k} of ${p}`).join('\n') + `\nrevision ${i}`);
+  const file = (p: string, i: number): string =>
+    `M 100644 inline ${p}\n` +
+    data(Array.from({ length: 40 }, (_, k) => `line ${k} of ${p}`).join('\n') + `\nrevision ${i}`);
   let mark = 0;
   let main = 0;
   let side = 0;
   const sideRef = from === 0 ? 'refs/heads/side' : `refs/heads/side-${from}`;
   for (let i = from + 1; i <= from + n; i++) {
     if (i % 7 === 0 && main > 0) {
-      out.push(`commit ${sideRef}\nmark :${++mark}\ncommitter ${WHO} ${EPOCH + i * 60 - 30} +0000\n${data(`side ${i}`)}from :${side || main}\n${file(`side/s${i % 5}.txt`, i)}`);
+      out.push(
+        `commit ${sideRef}\nmark :${++mark}\ncommitter ${WHO} ${EPOCH + i * 60 - 30} +0000\n${data(`side ${i}`)}from :${side || main}\n${file(`side/s${i % 5}.txt`, i)}`,
+      );
       side = mark;
     }
     const parent = main === 0 ? (from > 0 ? 'from refs/heads/main^0\n' : '') : `from :${main}\n`;
     const merge = i % 20 === 0 && side > 0 ? `merge :${side}\n` : '';
-    out.push(`commit refs/heads/main\nmark :${++mark}\ncommitter ${WHO} ${EPOCH + i * 60} +0000\n${data(`commit ${i}`)}${parent}${merge}${file(`d${i % 4}/f${i % 13}.txt`, i)}${file(`d${(i + 1) % 4}/g${i % 11}.txt`, i)}`);
+    out.push(
+      `commit refs/heads/main\nmark :${++mark}\ncommitter ${WHO} ${EPOCH + i * 60} +0000\n${data(`commit ${i}`)}${parent}${merge}${file(`d${i % 4}/f${i % 13}.txt`, i)}${file(`d${(i + 1) % 4}/g${i % 11}.txt`, i)}`,
+    );
     main = mark;
-    if (i % 25 === 0) out.push(`tag v${i}\nfrom :${main}\ntagger ${WHO} ${EPOCH + i * 60} +0000\n${data(`release ${i}`)}`);
+    if (i % 25 === 0)
+      out.push(
+        `tag v${i}\nfrom :${main}\ntagger ${WHO} ${EPOCH + i * 60} +0000\n${data(`release ${i}`)}`,
+      );
   }
   return out.join('');
 }
 
 /** A repository of `commits` commits (see `history`), packed by `git repack -adb` unless told otherwise. */
-function bitmapRepo(dir: string, opts: { commits?: number; bare?: boolean; objectFormat?: ObjectFormat; repack?: string[] } = {}): string {
+function bitmapRepo(
+  dir: string,
+  opts: { commits?: number; bare?: boolean; objectFormat?: ObjectFormat; repack?: string[] } = {},
+): string {
   const r = RepoBuilder.init(dir, { bare: opts.bare, objectFormat: opts.objectFormat });
   r.git(['fast-import', '--quiet'], { input: history(opts.commits ?? 110) });
   if (opts.repack !== undefined) r.git(opts.repack);
@@ -67,7 +79,10 @@ function bitmapRepo(dir: string, opts: { commits?: number; bare?: boolean; objec
 /** More commits on main: loose objects, or a pack of their own. */
 function addCommits(repo: string, n: number, from: number, as: 'loose' | 'pack'): void {
   const limit = as === 'loose' ? 1 << 30 : 0; // fast-import unpacks an import of fewer objects
-  gitOk(['-c', `fastimport.unpackLimit=${limit}`, 'fast-import', '--quiet'], { cwd: repo, input: history(n, from) });
+  gitOk(['-c', `fastimport.unpackLimit=${limit}`, 'fast-import', '--quiet'], {
+    cwd: repo,
+    input: history(n, from),
+  });
 }
 
 function bitmapFiles(repo: string): string[] {
@@ -118,7 +133,9 @@ function checkAfter(repo: string, b: Before): void {
   const clone = path.join(path.dirname(repo), `clone-${path.basename(repo)}-${Date.now()}`);
   gitOk(['clone', '-q', '--bare', '--no-local', repo, clone]);
   expect(fsckStrict(clone).status).toBe(0);
-  expect(objectSet(clone).map((l) => l.split(' ')[0]!)).toEqual([...new Set(reachable(repo, false))]);
+  expect(objectSet(clone).map((l) => l.split(' ')[0]!)).toEqual([
+    ...new Set(reachable(repo, false)),
+  ]);
   fs.rmSync(clone, { recursive: true, force: true });
 }
 
@@ -126,7 +143,9 @@ function checkAfter(repo: string, b: Before): void {
 function sameButChecksums(a: Buffer, b: Buffer, len: number): void {
   expect(b.length).toBe(a.length);
   expect(b.subarray(0, 12).equals(a.subarray(0, 12))).toBe(true);
-  expect(b.subarray(12 + len, b.length - len).equals(a.subarray(12 + len, a.length - len))).toBe(true);
+  expect(b.subarray(12 + len, b.length - len).equals(a.subarray(12 + len, a.length - len))).toBe(
+    true,
+  );
 }
 
 describe('the reachability bitmap of a rewritten pack', () => {
@@ -154,7 +173,9 @@ describe('the reachability bitmap of a rewritten pack', () => {
     // Our own output at other levels: carried over again, from our bitmap.
     const third = JSON.parse(toolOk(['--json', '--graph-compression=9'], { cwd: repo }));
     expect(third.partitions[0].bitmap).toBe('carried');
-    expect(bitmapFiles(repo).map((f) => path.basename(f, '.bitmap'))).toEqual([third.partitions[0].newPack]);
+    expect(bitmapFiles(repo).map((f) => path.basename(f, '.bitmap'))).toEqual([
+      third.partitions[0].newPack,
+    ]);
     checkAfter(repo, b);
   });
 
@@ -167,7 +188,10 @@ describe('the reachability bitmap of a rewritten pack', () => {
     const head = gitOk(['rev-parse', 'HEAD'], { cwd: repo }).trim();
     expect(b.bitmapped).not.toContain(head);
     const out = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo }));
-    expect(out.partitions[0]).toMatchObject({ bitmap: 'carried', looseObjects: expect.any(Number) });
+    expect(out.partitions[0]).toMatchObject({
+      bitmap: 'carried',
+      looseObjects: expect.any(Number),
+    });
     expect(out.partitions[0].looseObjects).toBeGreaterThan(0);
     expect(listPacks(repo).length).toBe(1);
     checkAfter(repo, b);
@@ -196,7 +220,10 @@ describe('the reachability bitmap of a rewritten pack', () => {
   });
 
   it('with a lookup table (pack.writeBitmapLookupTable)', () => {
-    const repo = bitmapRepo(path.join(scratch(), 'r'), { commits: 40, repack: ['-c', 'pack.threads=1', '-c', 'pack.writeBitmapLookupTable=true', 'repack', '-adbq'] });
+    const repo = bitmapRepo(path.join(scratch(), 'r'), {
+      commits: 40,
+      repack: ['-c', 'pack.threads=1', '-c', 'pack.writeBitmapLookupTable=true', 'repack', '-adbq'],
+    });
     const b = before(repo);
     const old = fs.readFileSync(bitmapFiles(repo)[0]!);
     expect(old.readUInt16BE(6) & 0x10).toBe(0x10);
@@ -216,9 +243,13 @@ describe('the reachability bitmap of a rewritten pack', () => {
     const b = before(repo);
     const r = tool(['--json', '--graph-compression=0'], { cwd: repo });
     expect(r.status).toBe(0);
-    expect(r.stderr).toMatch(/\.bitmap is not carried over \(.*objects of its pack are not in the new pack.*\); git writes a multi-pack-index bitmap instead/);
+    expect(r.stderr).toMatch(
+      /\.bitmap is not carried over \(.*objects of its pack are not in the new pack.*\); git writes a multi-pack-index bitmap instead/,
+    );
     expect(JSON.parse(r.stdout).partitions[0].bitmap).toBe('midx');
-    expect(bitmapFiles(repo).map((f) => path.basename(f))).toEqual([expect.stringMatching(/^multi-pack-index-[0-9a-f]{40}\.bitmap$/)]);
+    expect(bitmapFiles(repo).map((f) => path.basename(f))).toEqual([
+      expect.stringMatching(/^multi-pack-index-[0-9a-f]{40}\.bitmap$/),
+    ]);
     gitOk(['multi-pack-index', 'verify'], { cwd: repo });
     expect(git(['rev-list', '--test-bitmap', 'HEAD'], { cwd: repo }).stderr).toContain('OK!');
     expect(objectSet(repo)).toEqual(b.objects);
@@ -236,7 +267,9 @@ describe('the reachability bitmap of a rewritten pack', () => {
     fs.writeFileSync(file, bytes);
     const r = tool(['--json', '--graph-compression=0'], { cwd: repo });
     expect(r.status).toBe(0);
-    expect(r.stderr).toContain(`${file.slice(0, -7)}.bitmap is not carried over (${file}: bitmap checksum mismatch at offset ${bytes.length - 20})`);
+    expect(r.stderr).toContain(
+      `${file.slice(0, -7)}.bitmap is not carried over (${file}: bitmap checksum mismatch at offset ${bytes.length - 20})`,
+    );
     expect(JSON.parse(r.stdout).partitions[0].bitmap).toBe('midx');
     expect(git(['rev-list', '--test-bitmap', 'HEAD'], { cwd: repo }).stderr).toContain('OK!');
     expect(objectSet(repo)).toEqual(b.objects);
@@ -249,12 +282,16 @@ describe('the reachability bitmap of a rewritten pack', () => {
     const b = before(repo);
     const traced = path.join(dir, 'traced');
     fs.cpSync(repo, traced, { recursive: true });
-    const renames = tracePoints(['-q', '--graph-compression=0'], traced).filter((p) => p.point === 'rename');
+    const renames = tracePoints(['-q', '--graph-compression=0'], traced).filter(
+      (p) => p.point === 'rename',
+    );
     const bitmapAt = renames.findIndex((p) => p.detail.endsWith('.bitmap'));
     const idxAt = renames.findIndex((p) => p.detail.endsWith('.idx'));
     expect(bitmapAt).toBeGreaterThanOrEqual(0);
     expect(idxAt).toBeGreaterThan(bitmapAt);
-    expect(toolFault(['-q', '--graph-compression=0'], repo, `rename:${idxAt + 1}`).killed).toBe(true);
+    expect(toolFault(['-q', '--graph-compression=0'], repo, `rename:${idxAt + 1}`).killed).toBe(
+      true,
+    );
     const dirOf = packDirOf(repo);
     const orphan = path.basename(renames[idxAt]!.detail, '.idx');
     expect(fs.existsSync(path.join(dirOf, orphan + '.bitmap'))).toBe(true);
@@ -273,10 +310,16 @@ describe('the library option writeBitmapIndex (git repack -b / --no-write-bitmap
     expect(bitmapFiles(repo)).toEqual([]);
     const objects = objectSet(repo);
     const warnings: string[] = [];
-    const out = await repack(repo, { graphCompression: 0, writeBitmapIndex: true, onWarning: (w) => warnings.push(w) });
+    const out = await repack(repo, {
+      graphCompression: 0,
+      writeBitmapIndex: true,
+      onWarning: (w) => warnings.push(w),
+    });
     expect(warnings).toEqual([]);
     expect(out.partitions[0]!.bitmap).toBe('midx');
-    expect(bitmapFiles(repo).map((f) => path.basename(f))).toEqual([expect.stringMatching(/^multi-pack-index-[0-9a-f]{40}\.bitmap$/)]);
+    expect(bitmapFiles(repo).map((f) => path.basename(f))).toEqual([
+      expect.stringMatching(/^multi-pack-index-[0-9a-f]{40}\.bitmap$/),
+    ]);
     expect(git(['rev-list', '--test-bitmap', 'HEAD'], { cwd: repo }).stderr).toContain('OK!');
     expect(objectSet(repo)).toEqual(objects);
   });
@@ -295,17 +338,34 @@ describe('the library option writeBitmapIndex (git repack -b / --no-write-bitmap
 
 describe('the .bitmap codec against git', () => {
   it("re-encodes git's type bitmaps and plain commit bitmaps to git's bytes, and the whole file", () => {
-    for (const [objectFormat, algo] of [['sha1', SHA1], ['sha256', SHA256]] as const) {
-      const repo = bitmapRepo(path.join(scratch(), 'r'), { commits: 110, objectFormat, repack: ['-c', 'pack.threads=1', '-c', 'pack.writeBitmapLookupTable=true', 'repack', '-adbq'] });
+    for (const [objectFormat, algo] of [
+      ['sha1', SHA1],
+      ['sha256', SHA256],
+    ] as const) {
+      const repo = bitmapRepo(path.join(scratch(), 'r'), {
+        commits: 110,
+        objectFormat,
+        repack: [
+          '-c',
+          'pack.threads=1',
+          '-c',
+          'pack.writeBitmapLookupTable=true',
+          'repack',
+          '-adbq',
+        ],
+      });
       const pack = listPacks(repo)[0]!;
       const buf = fs.readFileSync(pack.replace(/\.pack$/, '.bitmap'));
-      const count = Number(gitOk(['count-objects', '-v'], { cwd: repo }).match(/in-pack: (\d+)/)![1]);
+      const count = Number(
+        gitOk(['count-objects', '-v'], { cwd: repo }).match(/in-pack: (\d+)/)![1],
+      );
       const b = parseBitmap(buf, count, algo, 'x.bitmap');
       expect(b.types.map((t) => encodeEwah(ewahPositions(t), 'set'))).toEqual(b.types);
       const plain = b.entries.filter((e) => e.xorOffset === 0);
       expect(plain.length).toBeGreaterThan(0);
       expect(b.entries.length - plain.length).toBeGreaterThan(0); // XORed entries are there too
-      for (const e of plain) expect(encodeEwah(ewahPositions(e.ewah), 'words').equals(e.ewah)).toBe(true);
+      for (const e of plain)
+        expect(encodeEwah(ewahPositions(e.ewah), 'words').equals(e.ewah)).toBe(true);
       expect(encodeBitmap(b, algo).equals(buf)).toBe(true);
     }
   });
@@ -314,18 +374,42 @@ describe('the .bitmap codec against git', () => {
     const repo = bitmapRepo(path.join(scratch(), 'r'), { commits: 10 });
     const buf = fs.readFileSync(bitmapFiles(repo)[0]!);
     const count = objectSet(repo).length;
-    const reseal = (b: Buffer): Buffer => Buffer.concat([b.subarray(0, b.length - 20), SHA1.digest(b.subarray(0, b.length - 20))]);
+    const reseal = (b: Buffer): Buffer =>
+      Buffer.concat([b.subarray(0, b.length - 20), SHA1.digest(b.subarray(0, b.length - 20))]);
     const cases: [string, Buffer, RegExp][] = [
       ['truncated', buf.subarray(0, 30), /x\.bitmap: bitmap file too small at offset 0/],
-      ['signature', reseal(Buffer.concat([Buffer.from('BITX'), buf.subarray(4)])), /bad signature at offset 0/],
-      ['version', reseal(Buffer.concat([buf.subarray(0, 4), Buffer.from([0, 2]), buf.subarray(6)])), /unsupported bitmap version 2 at offset 4/],
-      ['options', reseal(Buffer.concat([buf.subarray(0, 6), Buffer.from([0, 0x21]), buf.subarray(8)])), /unknown bitmap options 0x21 at offset 6/],
-      ['checksum', Buffer.concat([buf.subarray(0, buf.length - 1), Buffer.from([buf[buf.length - 1]! ^ 1])]), /bitmap checksum mismatch at offset/],
-      ['entries', reseal(Buffer.concat([buf.subarray(0, 8), Buffer.from([0, 0, 1, 0]), buf.subarray(12)])), /x\.bitmap: /],
+      [
+        'signature',
+        reseal(Buffer.concat([Buffer.from('BITX'), buf.subarray(4)])),
+        /bad signature at offset 0/,
+      ],
+      [
+        'version',
+        reseal(Buffer.concat([buf.subarray(0, 4), Buffer.from([0, 2]), buf.subarray(6)])),
+        /unsupported bitmap version 2 at offset 4/,
+      ],
+      [
+        'options',
+        reseal(Buffer.concat([buf.subarray(0, 6), Buffer.from([0, 0x21]), buf.subarray(8)])),
+        /unknown bitmap options 0x21 at offset 6/,
+      ],
+      [
+        'checksum',
+        Buffer.concat([buf.subarray(0, buf.length - 1), Buffer.from([buf[buf.length - 1]! ^ 1])]),
+        /bitmap checksum mismatch at offset/,
+      ],
+      [
+        'entries',
+        reseal(Buffer.concat([buf.subarray(0, 8), Buffer.from([0, 0, 1, 0]), buf.subarray(12)])),
+        /x\.bitmap: /,
+      ],
     ];
-    for (const [what, b, msg] of cases) expect(() => parseBitmap(b, count, SHA1, 'x.bitmap'), what).toThrow(msg);
+    for (const [what, b, msg] of cases)
+      expect(() => parseBitmap(b, count, SHA1, 'x.bitmap'), what).toThrow(msg);
     // Fewer objects than the bitmap has bits for.
-    expect(() => parseBitmap(buf, 5, SHA1, 'x.bitmap')).toThrow(/past the 5 objects of the pack|out of range|too short/);
+    expect(() => parseBitmap(buf, 5, SHA1, 'x.bitmap')).toThrow(
+      /past the 5 objects of the pack|out of range|too short/,
+    );
   });
 
   it('moves every bit to where its object is in a pack git wrote in another order, with objects added', () => {
@@ -335,14 +419,19 @@ describe('the .bitmap codec against git', () => {
     const b = before(repo);
     addCommits(repo, 5, 60, 'loose');
     // Every object, in a shuffled order (pack-objects writes a list in the order given).
-    const ids = lines(gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { cwd: repo }));
+    const ids = lines(
+      gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { cwd: repo }),
+    );
     let seed = 7;
     for (let i = ids.length - 1; i > 0; i--) {
       seed = (seed * 1103515245 + 12345) & 0x7fffffff;
       const j = seed % (i + 1);
       [ids[i], ids[j]] = [ids[j]!, ids[i]!];
     }
-    const hex = gitOk(['-c', 'pack.threads=1', 'pack-objects', '-q', path.join(dir, 'pack')], { cwd: repo, input: ids.join('\n') + '\n' }).trim();
+    const hex = gitOk(['-c', 'pack.threads=1', 'pack-objects', '-q', path.join(dir, 'pack')], {
+      cwd: repo,
+      input: ids.join('\n') + '\n',
+    }).trim();
     const shuffled = path.join(dir, `pack-${hex}.pack`);
     const src = Pack.open(old, SHA1);
     const dst = Pack.open(shuffled, SHA1);
@@ -353,7 +442,8 @@ describe('the .bitmap codec against git', () => {
     // The shuffled pack and its bitmap replace everything.
     const packDir = packDirOf(repo);
     for (const f of fs.readdirSync(packDir)) fs.rmSync(path.join(packDir, f), { force: true });
-    for (const ext of ['.pack', '.idx']) fs.copyFileSync(shuffled.replace(/\.pack$/, ext), path.join(packDir, `pack-${hex}${ext}`));
+    for (const ext of ['.pack', '.idx'])
+      fs.copyFileSync(shuffled.replace(/\.pack$/, ext), path.join(packDir, `pack-${hex}${ext}`));
     fs.writeFileSync(path.join(packDir, `pack-${hex}.bitmap`), carried.bytes);
     gitOk(['prune-packed'], { cwd: repo });
     expect(bitmappedCommits(repo)).toEqual(b.bitmapped);

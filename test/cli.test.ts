@@ -14,7 +14,11 @@ function inspectJson(args: string[], cwd: string, env?: Record<string, string | 
   const r = tool([...args, 'inspect', '--json'], { cwd, env });
   expect(r.stderr).toBe('');
   expect(r.status).toBe(0);
-  return JSON.parse(r.stdout) as { objectFormat: string; packs: { pack: string }[]; total: { objects: number } };
+  return JSON.parse(r.stdout) as {
+    objectFormat: string;
+    packs: { pack: string }[];
+    total: { objects: number };
+  };
 }
 
 describe("git's CLI contract", () => {
@@ -34,7 +38,9 @@ describe("git's CLI contract", () => {
   });
 
   it('--version', () => {
-    expect(tool(['--version'], { cwd: '/' }).stdout).toMatch(/^git-repack-ts version \d+\.\d+\.\d+\n$/);
+    expect(tool(['--version'], { cwd: '/' }).stdout).toMatch(
+      /^git-repack-ts version \d+\.\d+\.\d+\n$/,
+    );
   });
 
   it('-C changes directory first (cumulatively, like git)', () => {
@@ -44,7 +50,9 @@ describe("git's CLI contract", () => {
     expect(j.total.objects).toBeGreaterThan(0);
     const bad = tool(['-C', '/nonexistent-dir', 'inspect'], { cwd: '/' });
     expect(bad.status).toBe(128);
-    expect(bad.stderr).toBe("fatal: cannot change to '/nonexistent-dir': No such file or directory\n");
+    expect(bad.stderr).toBe(
+      "fatal: cannot change to '/nonexistent-dir': No such file or directory\n",
+    );
   });
 
   it('--git-dir and GIT_DIR name the repository', () => {
@@ -62,7 +70,9 @@ describe("git's CLI contract", () => {
 
   it('-- ends options: a pack named like an option', () => {
     const repo = useFixtureCopy('basic');
-    const pack = fs.readdirSync(path.join(repo, '.git/objects/pack')).find((f) => f.endsWith('.pack'))!;
+    const pack = fs
+      .readdirSync(path.join(repo, '.git/objects/pack'))
+      .find((f) => f.endsWith('.pack'))!;
     const dir = path.join(repo, '.git/objects/pack');
     fs.renameSync(path.join(dir, pack), path.join(dir, '-v.pack'));
     fs.renameSync(path.join(dir, pack.replace('.pack', '.idx')), path.join(dir, '-v.idx'));
@@ -90,8 +100,12 @@ describe("git's CLI contract", () => {
 describe('repository discovery like git', () => {
   it('finds the repository from a subdirectory of the work tree', () => {
     const repo = fixturePath('basic');
-    const sub = fs.readdirSync(repo).find((f) => !f.startsWith('.') && fs.statSync(path.join(repo, f)).isDirectory())!;
-    expect(inspectJson([], path.join(repo, sub)).total.objects).toBe(inspectJson([], repo).total.objects);
+    const sub = fs
+      .readdirSync(repo)
+      .find((f) => !f.startsWith('.') && fs.statSync(path.join(repo, f)).isDirectory())!;
+    expect(inspectJson([], path.join(repo, sub)).total.objects).toBe(
+      inspectJson([], repo).total.objects,
+    );
   });
 
   it('reads a bare repository', () => {
@@ -117,11 +131,17 @@ describe('repository discovery like git', () => {
   it('uses objects through alternates but never rewrites them', () => {
     const repo = useFixtureCopy('alternates');
     const alt = fs.readFileSync(path.join(repo, '.git/objects/info/alternates'), 'utf8').trim();
-    const altPacks = fs.readdirSync(path.join(alt, 'pack')).map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs]);
+    const altPacks = fs
+      .readdirSync(path.join(alt, 'pack'))
+      .map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs]);
     const before = objectSet(repo);
     expect(tool(['-q', '--graph-compression=0'], { cwd: repo }).status).toBe(0);
     expect(objectSet(repo)).toEqual(before);
-    expect(fs.readdirSync(path.join(alt, 'pack')).map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs])).toEqual(altPacks);
+    expect(
+      fs
+        .readdirSync(path.join(alt, 'pack'))
+        .map((f) => [f, fs.statSync(path.join(alt, 'pack', f)).mtimeMs]),
+    ).toEqual(altPacks);
     expect(fsckStrict(repo).status).toBe(0);
   });
 
@@ -133,7 +153,10 @@ describe('repository discovery like git', () => {
   it('reads a snapshot without a config file (as public snapshots arrive)', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-noconfig-'));
     try {
-      gitOk(['clone', '-q', '--bare', '--no-local', fixturePath('basic'), path.join(dir, 'r.git')], { cwd: dir });
+      gitOk(
+        ['clone', '-q', '--bare', '--no-local', fixturePath('basic'), path.join(dir, 'r.git')],
+        { cwd: dir },
+      );
       fs.rmSync(path.join(dir, 'r.git', 'config'));
       expect(inspectJson([], path.join(dir, 'r.git')).total.objects).toBeGreaterThan(0);
       expect(tool(['verify'], { cwd: path.join(dir, 'r.git') }).status).toBe(0);
@@ -142,12 +165,17 @@ describe('repository discovery like git', () => {
     }
   });
 
-  it('outside any repository: fatal with git\'s message, exit 128', () => {
+  it("outside any repository: fatal with git's message, exit 128", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-none-'));
     try {
-      const r = tool(['inspect'], { cwd: dir, env: { GIT_CEILING_DIRECTORIES: path.dirname(dir) } });
+      const r = tool(['inspect'], {
+        cwd: dir,
+        env: { GIT_CEILING_DIRECTORIES: path.dirname(dir) },
+      });
       expect(r.status).toBe(128);
-      expect(r.stderr).toBe('fatal: not a git repository (or any of the parent directories): .git\n');
+      expect(r.stderr).toBe(
+        'fatal: not a git repository (or any of the parent directories): .git\n',
+      );
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -159,11 +187,25 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
   /** A directory with `name` as a script that logs the malloc variables it was given, then runs `then`. */
   const fakeBin = (dir: string, name: string, then: string): string => {
     const log = path.join(dir, `${name}.log`);
-    const show = ['MALLOC_MMAP_THRESHOLD_', 'MALLOC_TRIM_THRESHOLD_', 'MALLOC_ARENA_MAX', 'GIT_REPACK_TS_MALLOC'].map((v) => `\${${v}-unset}`).join('|');
-    fs.writeFileSync(path.join(dir, name), `#!/bin/sh\necho "${show} $*" >> '${log}'\n${then}\n`, { mode: 0o755 });
+    const show = [
+      'MALLOC_MMAP_THRESHOLD_',
+      'MALLOC_TRIM_THRESHOLD_',
+      'MALLOC_ARENA_MAX',
+      'GIT_REPACK_TS_MALLOC',
+    ]
+      .map((v) => `\${${v}-unset}`)
+      .join('|');
+    fs.writeFileSync(path.join(dir, name), `#!/bin/sh\necho "${show} $*" >> '${log}'\n${then}\n`, {
+      mode: 0o755,
+    });
     return log;
   };
-  const run = (cmd: string, args: string[], cwd: string, env: Record<string, string | undefined>) => {
+  const run = (
+    cmd: string,
+    args: string[],
+    cwd: string,
+    env: Record<string, string | undefined>,
+  ) => {
     const r = spawnSync(cmd, args, { cwd, env: gitEnv(env), encoding: 'utf8' });
     if (r.error) throw r.error;
     return r;
@@ -175,7 +217,12 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     try {
       fs.symlinkSync(LAUNCHER, path.join(tmp, 'git-repack-ts'));
       fs.writeFileSync(path.join(tmp, 'a file'), 'hello\n');
-      const ok = run(path.join(tmp, 'git-repack-ts'), ['hash-object', path.join(tmp, 'a file')], repo, {});
+      const ok = run(
+        path.join(tmp, 'git-repack-ts'),
+        ['hash-object', path.join(tmp, 'a file')],
+        repo,
+        {},
+      );
       expect(ok.stderr).toBe('');
       expect(ok.status).toBe(0);
       expect(ok.stdout).toBe(gitOk(['hash-object', path.join(tmp, 'a file')], { cwd: repo }));
@@ -186,9 +233,14 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       fs.mkdirSync(path.join(tmp, 'a b', 'c'), { recursive: true });
       fs.symlinkSync(path.join('..', '..', 'git-repack-ts'), path.join(tmp, 'a b', 'c', 'link2'));
       fs.symlinkSync(path.join('c', 'link2'), path.join(tmp, 'a b', 'link1'));
-      expect(run(path.join(tmp, 'a b', 'link1'), ['hash-object', path.join(tmp, 'a file')], repo, {}).stdout).toBe(ok.stdout);
+      expect(
+        run(path.join(tmp, 'a b', 'link1'), ['hash-object', path.join(tmp, 'a file')], repo, {})
+          .stdout,
+      ).toBe(ok.stdout);
       // And as git runs it: `git repack-ts` finds it on PATH.
-      const viaGit = run('git', ['repack-ts', 'hash-object', path.join(tmp, 'a file')], repo, { PATH: `${tmp}:${process.env.PATH}` });
+      const viaGit = run('git', ['repack-ts', 'hash-object', path.join(tmp, 'a file')], repo, {
+        PATH: `${tmp}:${process.env.PATH}`,
+      });
       expect(viaGit.stdout).toBe(ok.stdout);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
@@ -205,7 +257,11 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       const b = run(LAUNCHER, ['y'], tmp, { ...env, MALLOC_MMAP_THRESHOLD_: '65536' });
       expect(b.status).toBe(3);
       // Set but empty is set: the user's choice too.
-      const c = run(LAUNCHER, ['z'], tmp, { ...env, MALLOC_TRIM_THRESHOLD_: '4096', MALLOC_ARENA_MAX: '' });
+      const c = run(LAUNCHER, ['z'], tmp, {
+        ...env,
+        MALLOC_TRIM_THRESHOLD_: '4096',
+        MALLOC_ARENA_MAX: '',
+      });
       expect(c.status).toBe(3);
       // hash-object (after git's -C and --git-dir) gets glibc's own thresholds.
       const d = run(LAUNCHER, ['-C', tmp, '--git-dir=x', 'hash-object', '-w'], tmp, env);
@@ -242,9 +298,14 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       for (const l of calls) expect(l).toMatch(/^unset\|unset\|unset\|unset /);
       // A variable the user set is theirs: git gets it too.
       fs.rmSync(log);
-      const u = run(LAUNCHER, ['--graph-compression=-1', '-q'], repo, { ...env, MALLOC_MMAP_THRESHOLD_: '65536', MALLOC_ARENA_MAX: '2' });
+      const u = run(LAUNCHER, ['--graph-compression=-1', '-q'], repo, {
+        ...env,
+        MALLOC_MMAP_THRESHOLD_: '65536',
+        MALLOC_ARENA_MAX: '2',
+      });
       expect(u.status).toBe(0);
-      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^65536\|unset\|2\|unset /);
+      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n'))
+        expect(l).toMatch(/^65536\|unset\|2\|unset /);
       expect(objectSet(repo)).toEqual(before);
       expect(fsckStrict(repo).status).toBe(0);
     } finally {
@@ -259,9 +320,18 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       const paths = Array.from({ length: 3000 }, (_, i) => path.join(tmp, `f${i}`));
       paths.forEach((p, i) => fs.writeFileSync(p, `${i}\n`));
       fs.writeFileSync(path.join(tmp, 'paths'), paths.join('\n') + '\n');
-      const r = run('sh', ['-c', `'${LAUNCHER}' hash-object --stdin-paths < paths | (sleep 1; cat)`], tmp, {});
+      const r = run(
+        'sh',
+        ['-c', `'${LAUNCHER}' hash-object --stdin-paths < paths | (sleep 1; cat)`],
+        tmp,
+        {},
+      );
       expect(r.status).toBe(0);
-      const want = spawnSync('git', ['hash-object', '--stdin-paths'], { cwd: tmp, input: fs.readFileSync(path.join(tmp, 'paths')), encoding: 'utf8' }).stdout;
+      const want = spawnSync('git', ['hash-object', '--stdin-paths'], {
+        cwd: tmp,
+        input: fs.readFileSync(path.join(tmp, 'paths')),
+        encoding: 'utf8',
+      }).stdout;
       expect(want.split('\n').length).toBe(3001);
       expect(r.stdout).toBe(want);
     } finally {
@@ -275,12 +345,20 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
     // loop) never ends. The build before this test hung in every one of 12 `walk`s so; 3 here.
     const repo = fixturePath('basic');
     const counts = (out: string) => out.replace(/ in [0-9.]+ s$/m, ''); // walk's line ends with its time
-    const want = spawnSync(process.execPath, [BIN, 'walk'], { cwd: repo, env: gitEnv(), encoding: 'utf8' });
+    const want = spawnSync(process.execPath, [BIN, 'walk'], {
+      cwd: repo,
+      env: gitEnv(),
+      encoding: 'utf8',
+    });
     expect(want.status).toBe(0);
     expect(counts(want.stdout)).toMatch(/^70 commits, 167 trees, 108 blobs, 4 tags, 0 missing; /);
     for (let i = 0; i < 3; i++) {
       const r = spawnSync(process.execPath, ['--stress-concurrent-allocation', BIN, 'walk'], {
-        cwd: repo, env: gitEnv(), encoding: 'utf8', timeout: 20_000, killSignal: 'SIGKILL',
+        cwd: repo,
+        env: gitEnv(),
+        encoding: 'utf8',
+        timeout: 20_000,
+        killSignal: 'SIGKILL',
       });
       expect(r.signal).toBe(null);
       expect(r.status).toBe(0);
@@ -295,12 +373,20 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       const certs = path.join(tmp, 'my certs.pem');
       const log = path.join(tmp, 'env.log');
       const shim = (name: string, then: string) =>
-        fs.writeFileSync(path.join(tmp, name), `#!/bin/sh\necho "${name} \${NODE_EXTRA_CA_CERTS-unset}|\${GIT_REPACK_TS_CA_CERTS-unset}" >> '${log}'\n${then}\n`, { mode: 0o755 });
-      const which = (cmd: string) => spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim();
+        fs.writeFileSync(
+          path.join(tmp, name),
+          `#!/bin/sh\necho "${name} \${NODE_EXTRA_CA_CERTS-unset}|\${GIT_REPACK_TS_CA_CERTS-unset}" >> '${log}'\n${then}\n`,
+          { mode: 0o755 },
+        );
+      const which = (cmd: string) =>
+        spawnSync('sh', ['-c', `command -v ${cmd}`], { encoding: 'utf8' }).stdout.trim();
       shim('node', `exec '${which('node')}' "$@"`);
       shim('git', `exec '${which('git')}' "$@"`);
       const env = { PATH: `${tmp}:${process.env.PATH}` };
-      const r = run(LAUNCHER, ['--graph-compression=0', '-q'], repo, { ...env, NODE_EXTRA_CA_CERTS: certs });
+      const r = run(LAUNCHER, ['--graph-compression=0', '-q'], repo, {
+        ...env,
+        NODE_EXTRA_CA_CERTS: certs,
+      });
       expect(r.stderr).toBe('');
       expect(r.status).toBe(0);
       const lines = fs.readFileSync(log, 'utf8').trim().split('\n');
@@ -310,8 +396,14 @@ describe('the launcher (bin/git-repack-ts, what `git repack-ts` runs)', () => {
       for (const l of gits) expect(l).toBe(`git ${certs}|unset`);
       // Unset stays unset, for node and for git.
       fs.rmSync(log);
-      expect(run(LAUNCHER, ['--graph-compression=0', '-q'], repo, { ...env, NODE_EXTRA_CA_CERTS: undefined }).status).toBe(0);
-      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n')) expect(l).toMatch(/^(node|git) unset\|unset$/);
+      expect(
+        run(LAUNCHER, ['--graph-compression=0', '-q'], repo, {
+          ...env,
+          NODE_EXTRA_CA_CERTS: undefined,
+        }).status,
+      ).toBe(0);
+      for (const l of fs.readFileSync(log, 'utf8').trim().split('\n'))
+        expect(l).toMatch(/^(node|git) unset\|unset$/);
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
     }

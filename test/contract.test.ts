@@ -23,16 +23,33 @@ describe('help as git gives it', () => {
     const g = git(['repack', '-h'], { cwd });
     expect({ status: g.status, stderr: g.stderr }).toEqual({ status: 129, stderr: '' });
     expect(g.stdout.toString()).toMatch(/^usage: git repack \[<options>\]\n\n {4}-/);
-    for (const sub of [[], ['repack'], ['verify'], ['inspect'], ['walk'], ['bench'], ['zstd-import'], ['hash-object']]) {
+    for (const sub of [
+      [],
+      ['repack'],
+      ['verify'],
+      ['inspect'],
+      ['walk'],
+      ['bench'],
+      ['zstd-import'],
+      ['hash-object'],
+    ]) {
       const r = tool([...sub, '-h'], { cwd });
-      expect({ status: r.status, stderr: r.stderr }, sub.join(' ')).toEqual({ status: 129, stderr: '' });
-      expect(r.stdout, sub.join(' ')).toMatch(sub[0] === 'hash-object' ? /^usage: git repack-ts hash-object/ : USAGE_THEN_OPTIONS);
+      expect({ status: r.status, stderr: r.stderr }, sub.join(' ')).toEqual({
+        status: 129,
+        stderr: '',
+      });
+      expect(r.stdout, sub.join(' ')).toMatch(
+        sub[0] === 'hash-object' ? /^usage: git repack-ts hash-object/ : USAGE_THEN_OPTIONS,
+      );
     }
   });
 
   it('<command> --help shows the manual page, exit 0', () => {
     for (const sub of [['verify'], ['inspect'], ['bench'], []]) {
-      const r = tool([...sub, '--help'], { cwd: fixturePath('basic'), env: { MANPAGER: 'cat', MANWIDTH: '80' } });
+      const r = tool([...sub, '--help'], {
+        cwd: fixturePath('basic'),
+        env: { MANPAGER: 'cat', MANWIDTH: '80' },
+      });
       expect(r.status, sub.join(' ')).toBe(0);
       expect(r.stdout, sub.join(' ')).toMatch(/NAME\s+git-repack-ts/);
     }
@@ -41,8 +58,14 @@ describe('help as git gives it', () => {
   it('the forms in the usage are the man page’s SYNOPSIS', () => {
     const man = fs.readFileSync(path.resolve(__dirname, '../docs/git-repack-ts.1'), 'utf8');
     const synopsis = /^\.SH SYNOPSIS\n\.nf\n([\s\S]*?)\n\.fi/m.exec(man)![1]!;
-    const plain = synopsis.replace(/\\f[BRI]/g, '').replace(/\\-/g, '-').replace(/\n +/g, ' ').split('\n');
-    const forms = MAIN_USAGE.split('\n\n')[0]!.split('\n').map((l) => l.replace(/^(usage|   or): /, ''));
+    const plain = synopsis
+      .replace(/\\f[BRI]/g, '')
+      .replace(/\\-/g, '-')
+      .replace(/\n +/g, ' ')
+      .split('\n');
+    const forms = MAIN_USAGE.split('\n\n')[0]!
+      .split('\n')
+      .map((l) => l.replace(/^(usage|   or): /, ''));
     // The first form of each is the repack one: the usage names the global options, the page the repack ones.
     expect(forms.slice(1).sort()).toEqual(plain.slice(1).sort());
   });
@@ -81,7 +104,10 @@ describe('long options as parse-options reads them', () => {
     const g = git(theirs, { cwd });
     const t = tool(ours, { cwd });
     expect(g.stderr.split('\n')[0]).toBe(first);
-    expect({ status: t.status, first: t.stderr.split('\n')[0] }).toEqual({ status: g.status, first });
+    expect({ status: t.status, first: t.stderr.split('\n')[0] }).toEqual({
+      status: g.status,
+      first,
+    });
     // The usage follows an unknown option, not a bad value (parse-options' get_value).
     expect(/\nusage: /.test(t.stderr)).toBe(/\nusage: /.test(g.stderr));
   });
@@ -98,7 +124,10 @@ describe('errors in git’s words', () => {
 
   it('a full disk reads as strerror, not as Node’s code', () => {
     const repo = useFixtureCopy('basic');
-    const r = tool(['--graph-compression=0', '-q'], { cwd: repo, env: { GIT_REPACK_TS_FAULT: 'write:enospc' } });
+    const r = tool(['--graph-compression=0', '-q'], {
+      cwd: repo,
+      env: { GIT_REPACK_TS_FAULT: 'write:enospc' },
+    });
     expect(r.status).toBe(128);
     expect(r.stderr).toMatch(/^fatal: .*: No space left on device/);
     expect(r.stderr).not.toMatch(/ENOSPC|no space left/);
@@ -109,7 +138,10 @@ describe('errors that name the object', () => {
   it('a damaged packed commit: its id and pack, as git cat-file names it', () => {
     const repo = useFixtureCopy('basic');
     const packDir = path.join(repo, '.git/objects/pack');
-    const idx = path.join(packDir, fs.readdirSync(packDir).find((n) => n.endsWith('.idx'))!);
+    const idx = path.join(
+      packDir,
+      fs.readdirSync(packDir).find((n) => n.endsWith('.idx'))!,
+    );
     const line = git(['verify-pack', '-v', idx], { cwd: repo })
       .stdout.toString()
       .split('\n')
@@ -123,9 +155,15 @@ describe('errors that name the object', () => {
     fs.writeFileSync(pack, bytes);
     const g = git(['cat-file', '-p', hex!], { cwd: repo });
     const t = tool(['--graph-compression=0', '-q', '--no-fsck'], { cwd: repo });
-    expect(g.stderr).toMatch(new RegExp(`fatal: packed object ${hex} \\(stored in \\S+\\.pack\\) is corrupt\n$`));
+    expect(g.stderr).toMatch(
+      new RegExp(`fatal: packed object ${hex} \\(stored in \\S+\\.pack\\) is corrupt\n$`),
+    );
     expect(t.status).toBe(g.status);
-    expect(t.stderr).toMatch(new RegExp(`^fatal: packed object ${hex} \\(stored in ${pack.replace(/[.]/g, '\\.')}\\) is corrupt: corrupt object data \\(zlib: [^)]+\\) at offset ${offset} \\(${type} entry\\)\n$`));
+    expect(t.stderr).toMatch(
+      new RegExp(
+        `^fatal: packed object ${hex} \\(stored in ${pack.replace(/[.]/g, '\\.')}\\) is corrupt: corrupt object data \\(zlib: [^)]+\\) at offset ${offset} \\(${type} entry\\)\n$`,
+      ),
+    );
   });
 
   it('a corrupt loose object: its id and file, never Node’s buffer message', () => {
@@ -138,7 +176,9 @@ describe('errors that name the object', () => {
     fs.writeFileSync(file, zlib.deflateSync(Buffer.from('blob 3\0hello world')));
     const t = tool(['--graph-compression=0', '-q'], { cwd: repo });
     expect(t.status).toBe(128);
-    expect(t.stderr).toBe(`fatal: loose object ${dir}${name} (stored in ${file}) is corrupt: inflates to more than the 3 bytes its header declares\n`);
+    expect(t.stderr).toBe(
+      `fatal: loose object ${dir}${name} (stored in ${file}) is corrupt: inflates to more than the 3 bytes its header declares\n`,
+    );
   });
 });
 
@@ -149,10 +189,14 @@ describe('the first things a user meets', () => {
     const r = tool([], { cwd: repo });
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^levels: commit keep, tree keep, blob keep, tag keep\n/);
-    expect(r.stderr).toMatch(/^hint: No zlib level is set for any object type.*\nhint: Set one with --graph-compression=<n>/s);
+    expect(r.stderr).toMatch(
+      /^hint: No zlib level is set for any object type.*\nhint: Set one with --graph-compression=<n>/s,
+    );
     expect(objectSet(repo)).toEqual(before);
     // Any level, or --json, and the hint is gone.
-    expect(tool(['--dry-run', '--blob-compression=keep', '--tree-compression=1'], { cwd: repo }).stderr).toBe('');
+    expect(
+      tool(['--dry-run', '--blob-compression=keep', '--tree-compression=1'], { cwd: repo }).stderr,
+    ).toBe('');
     expect(tool(['--json', '--dry-run'], { cwd: repo }).stderr).toBe('');
   });
 });
@@ -166,35 +210,60 @@ describe('progress like git’s', () => {
     const t = tool(['--graph-compression=0', '--progress'], { cwd: repo });
     expect(t.status).toBe(0);
     const done = t.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
-    expect(done.map((l) => l.slice(0, l.indexOf(':')))).toEqual(['Counting objects', 'Writing objects', 'Validating', 'Checking with git index-pack']);
+    expect(done.map((l) => l.slice(0, l.indexOf(':')))).toEqual([
+      'Counting objects',
+      'Writing objects',
+      'Validating',
+      'Checking with git index-pack',
+    ]);
   });
 
   it('a warning never lands inside a progress line', () => {
     let err = '';
-    const io: Io = { out: () => undefined, err: (t) => void (err += t), stderrIsTty: true, env: {}, cwd: '/' };
+    const io: Io = {
+      out: () => undefined,
+      err: (t) => void (err += t),
+      stderrIsTty: true,
+      env: {},
+      cwd: '/',
+    };
     const report = phaseReporter(io, true)!;
     report('writing objects', 5, 10);
     warn(io, 'something odd');
     report('writing objects', 10, 10);
-    expect(err).toBe('\rWriting objects:  50% (5/10)\nwarning: something odd\n\rWriting objects: 100% (10/10)\rWriting objects: 100% (10/10), done.\n');
+    expect(err).toBe(
+      '\rWriting objects:  50% (5/10)\nwarning: something odd\n\rWriting objects: 100% (10/10)\rWriting objects: 100% (10/10), done.\n',
+    );
   });
 });
 
 describe('small things', () => {
   it('verify -v --json lists every object as git verify-pack -v does; without -v, no list', () => {
     const packDir = path.join(fixturePath('basic'), '.git/objects/pack');
-    const pack = path.join(packDir, fs.readdirSync(packDir).find((n) => n.endsWith('.pack'))!);
+    const pack = path.join(
+      packDir,
+      fs.readdirSync(packDir).find((n) => n.endsWith('.pack'))!,
+    );
     const want = git(['verify-pack', '-v', pack], { cwd: '/' })
       .stdout.toString()
       .split('\n')
       .filter((l) => /^[0-9a-f]{40} /.test(l))
       .map((l) => {
         const [id, type, size, packedSize, offset, depth, base] = l.split(/\s+/);
-        return { id, type, size: Number(size), packedSize: Number(packedSize), offset: Number(offset), ...(base ? { depth: Number(depth), base } : {}) };
+        return {
+          id,
+          type,
+          size: Number(size),
+          packedSize: Number(packedSize),
+          offset: Number(offset),
+          ...(base ? { depth: Number(depth), base } : {}),
+        };
       });
     const v = JSON.parse(tool(['verify', '-v', '--json', pack], { cwd: '/' }).stdout);
     expect(v.packs[0].entries).toEqual(want);
-    expect(JSON.parse(tool(['verify', '--json', pack], { cwd: '/' }).stdout).packs[0].entries).toBeUndefined();
+    expect(
+      JSON.parse(tool(['verify', '--json', pack], { cwd: '/' }).stdout).packs[0].entries,
+    ).toBeUndefined();
   });
 
   it('inspect’s columns have names that do not read alike', () => {

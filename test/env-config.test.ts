@@ -49,7 +49,10 @@ function listing(config: GitConfig): Listing {
 function ourListings(cwd: string, env: Env): (Listing | { error: string })[] {
   return [false, true].map((configFromGit) => {
     try {
-      return listing(discoverRepository({ cwd, env: gitEnv(env), euid: process.geteuid!(), configFromGit }).config);
+      return listing(
+        discoverRepository({ cwd, env: gitEnv(env), euid: process.geteuid!(), configFromGit })
+          .config,
+      );
     } catch (e) {
       return { error: `fatal: ${(e as Error).message}\n` };
     }
@@ -101,23 +104,57 @@ const NOGLOBAL: Env = { GIT_CONFIG_GLOBAL: undefined, XDG_CONFIG_HOME: undefined
 /** [label, cwd relative to root, env]; `@` in a value stands for root. */
 const CONFIG_CASES: [string, string, Env][] = [
   ['GIT_CONFIG_GLOBAL absolute', 'w/sub', { GIT_CONFIG_GLOBAL: '@/g.cfg' }],
-  ['GIT_CONFIG_GLOBAL relative, from a subdirectory: read from the top (issue 31)', 'w/sub', { GIT_CONFIG_GLOBAL: '../g.cfg' }],
+  [
+    'GIT_CONFIG_GLOBAL relative, from a subdirectory: read from the top (issue 31)',
+    'w/sub',
+    { GIT_CONFIG_GLOBAL: '../g.cfg' },
+  ],
   ['GIT_CONFIG_GLOBAL relative, from the top', 'w', { GIT_CONFIG_GLOBAL: '../g.cfg' }],
   ['GIT_CONFIG_GLOBAL empty', 'w', { GIT_CONFIG_GLOBAL: '', HOME: '@/home' }],
-  ['GIT_CONFIG=/dev/null is not the configuration (issue 31)', 'w', { GIT_CONFIG: '/dev/null', GIT_CONFIG_GLOBAL: '@/g.cfg' }],
+  [
+    'GIT_CONFIG=/dev/null is not the configuration (issue 31)',
+    'w',
+    { GIT_CONFIG: '/dev/null', GIT_CONFIG_GLOBAL: '@/g.cfg' },
+  ],
   ['GIT_CONFIG naming a file', 'w/sub', { GIT_CONFIG: '@/only.cfg' }],
   ['HOME: XDG then ~/.gitconfig', 'w', { ...NOGLOBAL, HOME: '@/home' }],
   ['HOME relative, from a subdirectory', 'w/sub', { ...NOGLOBAL, HOME: '../home' }],
   ['XDG_CONFIG_HOME relative', 'w/sub', { ...NOGLOBAL, HOME: '@/home', XDG_CONFIG_HOME: '../xdg' }],
   ['XDG_CONFIG_HOME empty', 'w', { ...NOGLOBAL, HOME: '@/home', XDG_CONFIG_HOME: '' }],
-  ['GIT_CONFIG_SYSTEM relative, system files read', 'w/sub', { GIT_CONFIG_NOSYSTEM: undefined, GIT_CONFIG_SYSTEM: '../sys.cfg' }],
-  ['GIT_CONFIG_NOSYSTEM wins over GIT_CONFIG_SYSTEM', 'w', { GIT_CONFIG_NOSYSTEM: 'yes', GIT_CONFIG_SYSTEM: '@/sys.cfg' }],
+  [
+    'GIT_CONFIG_SYSTEM relative, system files read',
+    'w/sub',
+    { GIT_CONFIG_NOSYSTEM: undefined, GIT_CONFIG_SYSTEM: '../sys.cfg' },
+  ],
+  [
+    'GIT_CONFIG_NOSYSTEM wins over GIT_CONFIG_SYSTEM',
+    'w',
+    { GIT_CONFIG_NOSYSTEM: 'yes', GIT_CONFIG_SYSTEM: '@/sys.cfg' },
+  ],
   ['GIT_CONFIG_NOSYSTEM not a boolean', 'w', { GIT_CONFIG_NOSYSTEM: 'maybe' }],
   ['include, includeIf gitdir: and onbranch:', 'w/sub', { GIT_CONFIG_GLOBAL: '@/inc-main.cfg' }],
-  ['GIT_CONFIG_COUNT', 'w', { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'pack.compression', GIT_CONFIG_VALUE_0: '7', GIT_CONFIG_KEY_1: 'a.B.c', GIT_CONFIG_VALUE_1: 'x y' }],
-  ['GIT_CONFIG_PARAMETERS (git -c)', 'w', { GIT_CONFIG_PARAMETERS: "'pack.compression'='6' 'core.bare'" }],
+  [
+    'GIT_CONFIG_COUNT',
+    'w',
+    {
+      GIT_CONFIG_COUNT: '2',
+      GIT_CONFIG_KEY_0: 'pack.compression',
+      GIT_CONFIG_VALUE_0: '7',
+      GIT_CONFIG_KEY_1: 'a.B.c',
+      GIT_CONFIG_VALUE_1: 'x y',
+    },
+  ],
+  [
+    'GIT_CONFIG_PARAMETERS (git -c)',
+    'w',
+    { GIT_CONFIG_PARAMETERS: "'pack.compression'='6' 'core.bare'" },
+  ],
   ['config.worktree of a linked worktree', 'wt2', {}],
-  ['GIT_COMMON_DIR: the common directory’s configuration', 'w', { GIT_DIR: '@/w/.git', GIT_COMMON_DIR: '@/other/.git' }],
+  [
+    'GIT_COMMON_DIR: the common directory’s configuration',
+    'w',
+    { GIT_DIR: '@/w/.git', GIT_COMMON_DIR: '@/other/.git' },
+  ],
 ];
 
 describe('issue 31: the configuration git reads, read the same', () => {
@@ -140,14 +177,48 @@ describe('issue 31: the configuration git reads, read the same', () => {
 // ---------------------------------------------------------------------------------------------
 
 /** Values for the numeric keys: bases, units, blanks git's parser keeps, ranges. */
-const NUMBERS = ['0x1', '010', '08', '09', '0X9', '00', '-0', '+1', ' 1', '1 ', '1\v', '\f1', '1k', '1K', '1kb', '0x1k', '0x', '0xg', '-1', '-2', '10', '9', '0', '1g', '2147483647', '99999999999', '9999999999999999999999', '', 'auto'];
+const NUMBERS = [
+  '0x1',
+  '010',
+  '08',
+  '09',
+  '0X9',
+  '00',
+  '-0',
+  '+1',
+  ' 1',
+  '1 ',
+  '1\v',
+  '\f1',
+  '1k',
+  '1K',
+  '1kb',
+  '0x1k',
+  '0x',
+  '0xg',
+  '-1',
+  '-2',
+  '10',
+  '9',
+  '0',
+  '1g',
+  '2147483647',
+  '99999999999',
+  '9999999999999999999999',
+  '',
+  'auto',
+];
 
 /** How a value can reach git: in the repository's file as written, quoted there, or from the command line. */
 function placed(key: string, value: string, how: 'file' | 'quoted' | 'count', dir: string): Env {
   const [section, name] = key.split('.') as [string, string];
-  if (how === 'count') return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: key, GIT_CONFIG_VALUE_0: value };
+  if (how === 'count')
+    return { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: key, GIT_CONFIG_VALUE_0: value };
   const text = how === 'quoted' ? `"${value}"` : value;
-  fs.writeFileSync(path.join(dir, '.git', 'config'), `${BASE_CONFIG}[${section}]\n\t${name} = ${text}\n`);
+  fs.writeFileSync(
+    path.join(dir, '.git', 'config'),
+    `${BASE_CONFIG}[${section}]\n\t${name} = ${text}\n`,
+  );
   return {};
 }
 
@@ -160,38 +231,62 @@ function vreportf(message: string): string {
 }
 
 describe('issue 31: numbers as git reads them (git_parse_signed, strtoimax base 0, k/m/g)', () => {
-  it.each(['pack.compression', 'core.compression'])('%s: the level git packs at, or git’s fatal message', (key) => {
-    const repo = useFixtureCopy('basic');
-    BASE_CONFIG = fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8');
-    let compared = 0;
-    for (const value of NUMBERS) {
-      for (const how of ['file', 'quoted', 'count'] as const) {
-        if (how === 'file' && /["\\#;\n]/.test(value)) continue;
-        const env = placed(key, value, how, repo);
-        const g = git(['pack-objects', '--stdout', '-q'], { cwd: repo, env, input: '' });
-        const theirs = g.status === 0 ? Number(gitOk(['config', '--type=int', key], { cwd: repo, env }).trim()) : g.stderr;
-        let ours: number | string;
-        try {
-          const repository = discoverRepository({ cwd: repo, env: gitEnv(env), euid: process.geteuid!() });
-          ours = resolveLevels({}, repository.config)[OBJ_BLOB] as number;
-        } catch (e) {
-          ours = vreportf(`fatal: ${(e as Error).message}\n`);
+  it.each(['pack.compression', 'core.compression'])(
+    '%s: the level git packs at, or git’s fatal message',
+    (key) => {
+      const repo = useFixtureCopy('basic');
+      BASE_CONFIG = fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8');
+      let compared = 0;
+      for (const value of NUMBERS) {
+        for (const how of ['file', 'quoted', 'count'] as const) {
+          if (how === 'file' && /["\\#;\n]/.test(value)) continue;
+          const env = placed(key, value, how, repo);
+          const g = git(['pack-objects', '--stdout', '-q'], { cwd: repo, env, input: '' });
+          const theirs =
+            g.status === 0
+              ? Number(gitOk(['config', '--type=int', key], { cwd: repo, env }).trim())
+              : g.stderr;
+          let ours: number | string;
+          try {
+            const repository = discoverRepository({
+              cwd: repo,
+              env: gitEnv(env),
+              euid: process.geteuid!(),
+            });
+            ours = resolveLevels({}, repository.config)[OBJ_BLOB] as number;
+          } catch (e) {
+            ours = vreportf(`fatal: ${(e as Error).message}\n`);
+          }
+          expect(ours, `${key}=${JSON.stringify(value)} (${how})`).toEqual(theirs);
+          compared++;
         }
-        expect(ours, `${key}=${JSON.stringify(value)} (${how})`).toEqual(theirs);
-        compared++;
       }
-    }
-    expect(compared).toBeGreaterThan(NUMBERS.length * 2);
-  });
+      expect(compared).toBeGreaterThan(NUMBERS.length * 2);
+    },
+  );
 
   it('pack.compression=0x1 and 010 through the command: the levels git would use (issue 31)', () => {
     const repo = useFixtureCopy('basic');
-    for (const [value, level] of [['0x1', 1], ['010', 8]] as const) {
-      const env = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'pack.compression', GIT_CONFIG_VALUE_0: value };
-      expect(Number(gitOk(['config', '--type=int', 'pack.compression'], { cwd: repo, env }).trim())).toBe(level);
+    for (const [value, level] of [
+      ['0x1', 1],
+      ['010', 8],
+    ] as const) {
+      const env = {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'pack.compression',
+        GIT_CONFIG_VALUE_0: value,
+      };
+      expect(
+        Number(gitOk(['config', '--type=int', 'pack.compression'], { cwd: repo, env }).trim()),
+      ).toBe(level);
       const r = tool(['--dry-run', '--json'], { cwd: repo, env });
       expect(r.stderr).toBe('');
-      expect(JSON.parse(r.stdout).levels).toEqual({ commit: level, tree: level, blob: level, tag: level });
+      expect(JSON.parse(r.stdout).levels).toEqual({
+        commit: level,
+        tree: level,
+        blob: level,
+        tag: level,
+      });
     }
   });
 
@@ -204,14 +299,40 @@ describe('issue 31: numbers as git reads them (git_parse_signed, strtoimax base 
       const loose = path.join(repo, '.git', 'objects', id.slice(0, 2), id.slice(2));
       return fs.existsSync(loose) ? 'loose' : 'packed';
     };
-    const values = ['1k', '0x800', '0x7ff', '04000', '03777', '2k', '2K', '1 ', ' 2047', '-1', '0x', '08', '1kb', '99999999999', '0x100000', '010m', ''];
+    const values = [
+      '1k',
+      '0x800',
+      '0x7ff',
+      '04000',
+      '03777',
+      '2k',
+      '2K',
+      '1 ',
+      ' 2047',
+      '-1',
+      '0x',
+      '08',
+      '1kb',
+      '99999999999',
+      '0x100000',
+      '010m',
+      '',
+    ];
     for (const value of values) {
-      for (const repo of [theirs, ours]) fs.rmSync(path.join(repo, '.git', 'objects', 'a0'), { recursive: true, force: true });
-      const env = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.bigFileThreshold', GIT_CONFIG_VALUE_0: value };
+      for (const repo of [theirs, ours])
+        fs.rmSync(path.join(repo, '.git', 'objects', 'a0'), { recursive: true, force: true });
+      const env = {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'core.bigFileThreshold',
+        GIT_CONFIG_VALUE_0: value,
+      };
       const g = git(['hash-object', '-w', file], { cwd: theirs, env });
       const t = tool(['hash-object', '-w', file], { cwd: ours, env });
       const label = `core.bigFileThreshold=${JSON.stringify(value)}`;
-      expect({ status: t.status, stderr: t.stderr }, label).toEqual({ status: g.status, stderr: g.stderr });
+      expect({ status: t.status, stderr: t.stderr }, label).toEqual({
+        status: g.status,
+        stderr: g.stderr,
+      });
       if (g.status !== 0) continue;
       const id = g.stdout.toString().trim();
       expect(t.stdout.trim(), label).toBe(id);
@@ -225,7 +346,11 @@ describe('issue 31: numbers as git reads them (git_parse_signed, strtoimax base 
     const ours = useFixtureCopy('basic');
     const file = path.join(root, 'blob-9m');
     fs.writeFileSync(file, Buffer.alloc(9 << 20, 'y'));
-    const env = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.bigFileThreshold', GIT_CONFIG_VALUE_0: '010m' };
+    const env = {
+      GIT_CONFIG_COUNT: '1',
+      GIT_CONFIG_KEY_0: 'core.bigFileThreshold',
+      GIT_CONFIG_VALUE_0: '010m',
+    };
     const before = listPacks(theirs).length;
     expect(git(['hash-object', '-w', file], { cwd: theirs, env }).status).toBe(0);
     expect(tool(['hash-object', '-w', file], { cwd: ours, env }).status).toBe(0);
@@ -238,19 +363,34 @@ describe('issue 31: numbers as git reads them (git_parse_signed, strtoimax base 
     const ours = useFixtureCopy('basic');
     const file = path.join(root, 'blob-text');
     fs.writeFileSync(file, 'some text that deflates\n'.repeat(200));
-    const flevel = (repo: string, id: string): number => fs.readFileSync(path.join(repo, '.git', 'objects', id.slice(0, 2), id.slice(2)))[1]! >> 6;
+    const flevel = (repo: string, id: string): number =>
+      fs.readFileSync(path.join(repo, '.git', 'objects', id.slice(0, 2), id.slice(2)))[1]! >> 6;
     for (const value of ['0x1', '010', '011', '10', '0x', '1 ', ' 9', '-1']) {
-      const env = { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'core.looseCompression', GIT_CONFIG_VALUE_0: value };
-      for (const repo of [theirs, ours]) fs.rmSync(path.join(repo, '.git', 'objects', 'f5'), { recursive: true, force: true });
+      const env = {
+        GIT_CONFIG_COUNT: '1',
+        GIT_CONFIG_KEY_0: 'core.looseCompression',
+        GIT_CONFIG_VALUE_0: value,
+      };
+      for (const repo of [theirs, ours])
+        fs.rmSync(path.join(repo, '.git', 'objects', 'f5'), { recursive: true, force: true });
       const g = git(['hash-object', '-w', file], { cwd: theirs, env });
       const t = tool(['hash-object', '-w', file], { cwd: ours, env });
       const label = `core.looseCompression=${JSON.stringify(value)}`;
-      expect({ status: t.status, stderr: t.stderr }, label).toEqual({ status: g.status, stderr: g.stderr });
+      expect({ status: t.status, stderr: t.stderr }, label).toEqual({
+        status: g.status,
+        stderr: g.stderr,
+      });
       if (g.status !== 0) continue;
       const id = g.stdout.toString().trim();
       expect(flevel(ours, id), label).toBe(flevel(theirs, id));
-      expect(zlib.inflateSync(fs.readFileSync(path.join(ours, '.git', 'objects', id.slice(0, 2), id.slice(2))))).toEqual(
-        zlib.inflateSync(fs.readFileSync(path.join(theirs, '.git', 'objects', id.slice(0, 2), id.slice(2)))),
+      expect(
+        zlib.inflateSync(
+          fs.readFileSync(path.join(ours, '.git', 'objects', id.slice(0, 2), id.slice(2))),
+        ),
+      ).toEqual(
+        zlib.inflateSync(
+          fs.readFileSync(path.join(theirs, '.git', 'objects', id.slice(0, 2), id.slice(2))),
+        ),
       );
     }
   });
@@ -260,7 +400,8 @@ describe('issue 31: GIT_CONFIG does not replace the configuration', () => {
   it('a SHA-256 repository with core.sharedRepository=group, rewritten with GIT_CONFIG=/dev/null: read as git reads it', () => {
     const ours = useFixtureCopy('sha256');
     const theirs = useFixtureCopy('sha256');
-    for (const repo of [ours, theirs]) gitOk(['config', 'core.sharedRepository', 'group'], { cwd: repo });
+    for (const repo of [ours, theirs])
+      gitOk(['config', 'core.sharedRepository', 'group'], { cwd: repo });
     const env = { GIT_CONFIG: '/dev/null' };
     const before = objectSet(ours);
     const r = tool(['--graph-compression=0', '-q'], { cwd: ours, env });
@@ -279,7 +420,10 @@ describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", (
   // In a mount namespace of its own, /etc is an overlay whose upper layer holds the test's
   // gitconfig: the machine's own /etc is never touched.
   const BIN = path.resolve('bin/git-repack-ts.js');
-  const inNamespace = (content: string, repo: string): { git: string; ours: string; gitConfigRuns: number } => {
+  const inNamespace = (
+    content: string,
+    repo: string,
+  ): { git: string; ours: string; gitConfigRuns: number } => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-etc-'));
     try {
       for (const d of ['u', 'w']) fs.mkdirSync(path.join(dir, d));
@@ -290,17 +434,32 @@ describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", (
         `strace -f -qq -e trace=execve -o ${dir}/trace ${process.execPath} ${BIN} -C ${repo} --dry-run --json > ${dir}/ours.out 2>&1`,
       ].join(' && ');
       const env = gitEnv({ GIT_CONFIG_NOSYSTEM: undefined, GIT_CONFIG_SYSTEM: undefined });
-      const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], { env, encoding: 'utf8' });
-      if (r.status !== 0) throw new Error(`unshare/overlay (root, util-linux and overlayfs are needed): ${r.stderr}`);
-      const runs = fs.readFileSync(path.join(dir, 'trace'), 'utf8').split('\n').filter((l) => /execve\("[^"]*\/git", \["git", "config"/.test(l)).length;
-      return { git: fs.readFileSync(path.join(dir, 'git.out'), 'utf8').trim(), ours: fs.readFileSync(path.join(dir, 'ours.out'), 'utf8'), gitConfigRuns: runs };
+      const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
+        env,
+        encoding: 'utf8',
+      });
+      if (r.status !== 0)
+        throw new Error(`unshare/overlay (root, util-linux and overlayfs are needed): ${r.stderr}`);
+      const runs = fs
+        .readFileSync(path.join(dir, 'trace'), 'utf8')
+        .split('\n')
+        .filter((l) => /execve\("[^"]*\/git", \["git", "config"/.test(l)).length;
+      return {
+        git: fs.readFileSync(path.join(dir, 'git.out'), 'utf8').trim(),
+        ours: fs.readFileSync(path.join(dir, 'ours.out'), 'utf8'),
+        gitConfigRuns: runs,
+      };
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   };
 
   it.each([
-    ['plain: read without a git config process', '[pack]\n\tcompression = 3\n[credential "https://example.com"]\n\thelper = store\n', 0],
+    [
+      'plain: read without a git config process',
+      '[pack]\n\tcompression = 3\n[credential "https://example.com"]\n\thelper = store\n',
+      0,
+    ],
     ['not plain (a quoted value): git reads it', '[pack]\n\tcompression = "3"\n', 1],
   ])('%s, with the levels git would use', (_, content, runs) => {
     const repo = useFixtureCopy('basic');

@@ -19,7 +19,6 @@ import { RepoBuilder } from './helpers/repo.js';
 import { rooted, write, type Env } from './helpers/env-cases.js';
 import { tool } from './helpers/tool.js';
 
-
 let root: string;
 
 /** git's strbuf_realpath_forgiving: the longest existing prefix made real, the rest appended. */
@@ -48,14 +47,32 @@ interface View {
 
 /** What stock git acts on from `cwd` with `env`. */
 function gitView(cwd: string, env: Env): View {
-  const r = git(['rev-parse', '--path-format=absolute', '--git-dir', '--git-common-dir', '--git-path', 'objects'], { cwd, env });
+  const r = git(
+    [
+      'rev-parse',
+      '--path-format=absolute',
+      '--git-dir',
+      '--git-common-dir',
+      '--git-path',
+      'objects',
+    ],
+    { cwd, env },
+  );
   if (r.status !== 0) return { error: r.stderr };
   const [gitDir, commonDir, objectsDir] = lines(r.stdout.toString());
   const top = git(['rev-parse', '--show-toplevel'], { cwd, env });
   const counted = git(['count-objects', '-v'], { cwd, env });
   expect(counted.status, counted.stderr).toBe(0);
-  const alternates = lines(counted.stdout.toString()).filter((l) => l.startsWith('alternate: ')).map((l) => l.slice('alternate: '.length));
-  return { gitDir, commonDir, objectsDir, workTree: top.status === 0 ? top.stdout.toString().trim() : undefined, alternates };
+  const alternates = lines(counted.stdout.toString())
+    .filter((l) => l.startsWith('alternate: '))
+    .map((l) => l.slice('alternate: '.length));
+  return {
+    gitDir,
+    commonDir,
+    objectsDir,
+    workTree: top.status === 0 ? top.stdout.toString().trim() : undefined,
+    alternates,
+  };
 }
 
 /** What our discovery opens from `cwd` with `env` (git's pinned environment below it, as for git). */
@@ -108,7 +125,10 @@ beforeAll(() => {
   ext2.config('core.repositoryformatversion', '2');
   // Alternates: a relative entry, a comment, a missing directory, and the repository itself.
   const alt = repoWithCommit(path.join(root, 'alt'), 800);
-  write(path.join(alt.gitDir(), 'objects', 'info', 'alternates'), `# a comment\n../../../other/.git/objects\n${root}/nowhere\n${root}/alt/.git/objects\n`);
+  write(
+    path.join(alt.gitDir(), 'objects', 'info', 'alternates'),
+    `# a comment\n../../../other/.git/objects\n${root}/nowhere\n${root}/alt/.git/objects\n`,
+  );
   // A symbolic link to w: git works from the physical directory.
   fs.symlinkSync(path.join(root, 'w'), path.join(root, 'link'));
   // A .git directory whose configuration says bare.
@@ -144,39 +164,99 @@ const CASES: [string, string, Env][] = [
   ['GIT_DIR and GIT_WORK_TREE', '.', { GIT_DIR: 'w/.git', GIT_WORK_TREE: 'w' }],
   ['GIT_WORK_TREE relative, inside it', 'w/sub', { GIT_DIR: '@/w/.git', GIT_WORK_TREE: '..' }],
   ['GIT_WORK_TREE alone', 'w/sub', { GIT_WORK_TREE: '..' }],
-  ['GIT_COMMON_DIR to a bare repository (issue 31)', '.', { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' }],
-  ['GIT_COMMON_DIR to a work tree (not a git directory)', '.', { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'other' }],
+  [
+    'GIT_COMMON_DIR to a bare repository (issue 31)',
+    '.',
+    { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' },
+  ],
+  [
+    'GIT_COMMON_DIR to a work tree (not a git directory)',
+    '.',
+    { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'other' },
+  ],
   ['GIT_COMMON_DIR absolute', 'w', { GIT_COMMON_DIR: '@/other/.git' }],
   ['GIT_COMMON_DIR relative from a subdirectory', 'w/sub', { GIT_COMMON_DIR: '../../other/.git' }],
   ['GIT_COMMON_DIR relative, found from the top', 'w/sub', { GIT_COMMON_DIR: '../other/.git' }],
-  ['GIT_OBJECT_DIRECTORY relative from a subdirectory (issue 31)', 'w/sub', { GIT_OBJECT_DIRECTORY: '../.git/objects' }],
+  [
+    'GIT_OBJECT_DIRECTORY relative from a subdirectory (issue 31)',
+    'w/sub',
+    { GIT_OBJECT_DIRECTORY: '../.git/objects' },
+  ],
   ['GIT_OBJECT_DIRECTORY relative from the top', 'w', { GIT_OBJECT_DIRECTORY: '.git/objects' }],
   ['GIT_OBJECT_DIRECTORY absolute', 'w/sub', { GIT_OBJECT_DIRECTORY: '@/other/.git/objects' }],
-  ['GIT_OBJECT_DIRECTORY relative with GIT_DIR, outside the work tree', '.', { GIT_DIR: 'w/.git', GIT_WORK_TREE: 'other', GIT_OBJECT_DIRECTORY: 'other/.git/objects' }],
+  [
+    'GIT_OBJECT_DIRECTORY relative with GIT_DIR, outside the work tree',
+    '.',
+    { GIT_DIR: 'w/.git', GIT_WORK_TREE: 'other', GIT_OBJECT_DIRECTORY: 'other/.git/objects' },
+  ],
   ['GIT_OBJECT_DIRECTORY missing', 'w', { GIT_OBJECT_DIRECTORY: 'nowhere' }],
-  ['GIT_ALTERNATE_OBJECT_DIRECTORIES relative', 'w/sub', { GIT_ALTERNATE_OBJECT_DIRECTORIES: '../other/.git/objects:../b.git/objects::#x' }],
-  ['GIT_ALTERNATE_OBJECT_DIRECTORIES absolute, one listed twice', 'w', { GIT_ALTERNATE_OBJECT_DIRECTORIES: '@/other/.git/objects:@/other/.git/objects/' }],
+  [
+    'GIT_ALTERNATE_OBJECT_DIRECTORIES relative',
+    'w/sub',
+    { GIT_ALTERNATE_OBJECT_DIRECTORIES: '../other/.git/objects:../b.git/objects::#x' },
+  ],
+  [
+    'GIT_ALTERNATE_OBJECT_DIRECTORIES absolute, one listed twice',
+    'w',
+    { GIT_ALTERNATE_OBJECT_DIRECTORIES: '@/other/.git/objects:@/other/.git/objects/' },
+  ],
   ['info/alternates: relative, a comment, missing, itself', 'alt/sub', {}],
   ['GIT_CEILING_DIRECTORIES at the work tree', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: '@/w' }],
-  ['GIT_CEILING_DIRECTORIES at a subdirectory', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: '@/w/sub' }],
+  [
+    'GIT_CEILING_DIRECTORIES at a subdirectory',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: '@/w/sub' },
+  ],
   ['GIT_CEILING_DIRECTORIES at the cwd itself', 'w/sub', { GIT_CEILING_DIRECTORIES: '@/w/sub' }],
-  ['GIT_CEILING_DIRECTORIES with a trailing slash', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: '@/w/sub/' }],
-  ['GIT_CEILING_DIRECTORIES: relative entries ignored', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: 'w:sub' }],
-  ['GIT_CEILING_DIRECTORIES: after an empty entry, not made real', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: ':@/w//sub' }],
+  [
+    'GIT_CEILING_DIRECTORIES with a trailing slash',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: '@/w/sub/' },
+  ],
+  [
+    'GIT_CEILING_DIRECTORIES: relative entries ignored',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: 'w:sub' },
+  ],
+  [
+    'GIT_CEILING_DIRECTORIES: after an empty entry, not made real',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: ':@/w//sub' },
+  ],
   ['GIT_CEILING_DIRECTORIES: /', 'w/sub', { GIT_CEILING_DIRECTORIES: '/' }],
-  ['GIT_CEILING_DIRECTORIES through a symbolic link, made real', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: '@/link/sub' }],
-  ['GIT_CEILING_DIRECTORIES through a symbolic link after an empty entry, as written', 'w/sub/deeper', { GIT_CEILING_DIRECTORIES: ':@/link/sub' }],
+  [
+    'GIT_CEILING_DIRECTORIES through a symbolic link, made real',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: '@/link/sub' },
+  ],
+  [
+    'GIT_CEILING_DIRECTORIES through a symbolic link after an empty entry, as written',
+    'w/sub/deeper',
+    { GIT_CEILING_DIRECTORIES: ':@/link/sub' },
+  ],
   ['a cwd through a symbolic link', 'link/sub', {}],
   ['core.bare=true in a .git directory found from a subdirectory', 'cb/sub', {}],
   ['GIT_DIR naming a bare repository from inside it', 'b.git/refs', { GIT_DIR: '..' }],
   ['GIT_WORK_TREE empty', 'w', { GIT_DIR: '.git', GIT_WORK_TREE: '' }],
   ['GIT_DISCOVERY_ACROSS_FILESYSTEM true', 'w/sub', { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'true' }],
-  ['GIT_DISCOVERY_ACROSS_FILESYSTEM not a boolean', 'w/sub', { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'sometimes' }],
+  [
+    'GIT_DISCOVERY_ACROSS_FILESYSTEM not a boolean',
+    'w/sub',
+    { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'sometimes' },
+  ],
   ['repository format 1 with an unknown extension', 'ext1', {}],
   ['repository format 0 with a format-1 extension', 'ext0', {}],
   ['repository format 2', 'ext2/sub', {}],
-  ['safe.directory in a relative GIT_CONFIG_GLOBAL, read from where discovery starts', 'w/sub', { GIT_TEST_ASSUME_DIFFERENT_OWNER: '1', GIT_CONFIG_GLOBAL: '../safe.cfg' }],
-  ['the same file named from the top is not found there', 'w', { GIT_TEST_ASSUME_DIFFERENT_OWNER: '1', GIT_CONFIG_GLOBAL: '../safe.cfg' }],
+  [
+    'safe.directory in a relative GIT_CONFIG_GLOBAL, read from where discovery starts',
+    'w/sub',
+    { GIT_TEST_ASSUME_DIFFERENT_OWNER: '1', GIT_CONFIG_GLOBAL: '../safe.cfg' },
+  ],
+  [
+    'the same file named from the top is not found there',
+    'w',
+    { GIT_TEST_ASSUME_DIFFERENT_OWNER: '1', GIT_CONFIG_GLOBAL: '../safe.cfg' },
+  ],
 ];
 
 describe('issue 31: the repository git finds, found the same way', () => {
@@ -198,37 +278,53 @@ function canMount(): boolean {
   return ok;
 }
 
-describe.skipIf(!canMount())('issue 31: a file-system boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM)', () => {
-  it('a tmpfs mounted inside a work tree: the search stops at it, as git’s does, unless the variable says to cross', () => {
-    const mnt = path.join(root, 'w', 'mnt');
-    fs.mkdirSync(mnt);
-    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status).toBe(0);
-    try {
-      fs.mkdirSync(path.join(mnt, 'sub'));
-      const cases: Env[] = [{}, { GIT_DISCOVERY_ACROSS_FILESYSTEM: '1' }, { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'false' }];
-      for (const env of cases) {
-        const theirs = gitView(path.join(mnt, 'sub'), env);
-        expect(ourView(path.join(mnt, 'sub'), env), JSON.stringify(env)).toEqual(theirs);
+describe.skipIf(!canMount())(
+  'issue 31: a file-system boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM)',
+  () => {
+    it('a tmpfs mounted inside a work tree: the search stops at it, as git’s does, unless the variable says to cross', () => {
+      const mnt = path.join(root, 'w', 'mnt');
+      fs.mkdirSync(mnt);
+      expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=64k', 'tmpfs', mnt]).status).toBe(0);
+      try {
+        fs.mkdirSync(path.join(mnt, 'sub'));
+        const cases: Env[] = [
+          {},
+          { GIT_DISCOVERY_ACROSS_FILESYSTEM: '1' },
+          { GIT_DISCOVERY_ACROSS_FILESYSTEM: 'false' },
+        ];
+        for (const env of cases) {
+          const theirs = gitView(path.join(mnt, 'sub'), env);
+          expect(ourView(path.join(mnt, 'sub'), env), JSON.stringify(env)).toEqual(theirs);
+        }
+        expect(gitView(path.join(mnt, 'sub'), {}).error).toMatch(/Stopping at filesystem boundary/);
+      } finally {
+        spawnSync('umount', [mnt]);
+        fs.rmdirSync(mnt);
       }
-      expect(gitView(path.join(mnt, 'sub'), {}).error).toMatch(/Stopping at filesystem boundary/);
-    } finally {
-      spawnSync('umount', [mnt]);
-      fs.rmdirSync(mnt);
-    }
-  });
-});
+    });
+  },
+);
 
 describe('issue 31: a rewrite acts on the objects git would', () => {
   it('GIT_DIR=a/.git GIT_COMMON_DIR=b: b is the repository (git sees none of a’s objects); a is left alone', () => {
     const env = { GIT_DIR: path.join(root, 'w', '.git'), GIT_COMMON_DIR: path.join(root, 'b.git') };
     const wPacks = listPacks(path.join(root, 'w'));
     const before = objectSet(path.join(root, 'w'));
-    const counted = git(['count-objects', '-v'], { cwd: root, env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' } });
+    const counted = git(['count-objects', '-v'], {
+      cwd: root,
+      env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' },
+    });
     const inPack = /in-pack: (\d+)/.exec(counted.stdout.toString())![1];
-    const inspected = tool(['inspect', '--json'], { cwd: root, env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' } });
+    const inspected = tool(['inspect', '--json'], {
+      cwd: root,
+      env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' },
+    });
     expect(inspected.stderr).toBe('');
     expect(String(JSON.parse(inspected.stdout).total.objects)).toBe(inPack);
-    const r = tool(['--graph-compression=0', '-q'], { cwd: root, env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' } });
+    const r = tool(['--graph-compression=0', '-q'], {
+      cwd: root,
+      env: { GIT_DIR: 'w/.git', GIT_COMMON_DIR: 'b.git' },
+    });
     expect(r.status, r.stderr).toBe(0);
     expect(listPacks(path.join(root, 'w'))).toEqual(wPacks);
     expect(objectSet(path.join(root, 'w'))).toEqual(before);

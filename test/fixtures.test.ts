@@ -60,26 +60,31 @@ function catType(repo: string, rev: string): string {
 }
 
 describe('every fixture', () => {
-  it.each([...FIXTURE_NAMES])('%s is complete and passes git fsck --strict', (name: FixtureName) => {
-    const repo = fixturePath(name);
-    expect(fs.existsSync(path.join(FIXTURE_ROOT, name, '.complete'))).toBe(true);
-    const dirs = [repo];
-    if (FIXTURES[name].linkedWorktree) dirs.push(fixtureLinkedWorktree(name));
-    for (const d of dirs) {
-      const r = fsckStrict(d);
-      expect(r.output).not.toMatch(/^(error|warning|missing|broken)/m);
-      expect(r.status).toBe(0);
-    }
-    expect(fs.existsSync(fixtureGitDir(name))).toBe(true);
-    const format = gitOk(['rev-parse', '--show-object-format'], { cwd: repo }).trim();
-    expect(format).toBe(FIXTURES[name].objectFormat);
-    const bare = gitOk(['rev-parse', '--is-bare-repository'], { cwd: repo }).trim();
-    expect(bare).toBe(String(FIXTURES[name].bare));
-  });
+  it.each([...FIXTURE_NAMES])(
+    '%s is complete and passes git fsck --strict',
+    (name: FixtureName) => {
+      const repo = fixturePath(name);
+      expect(fs.existsSync(path.join(FIXTURE_ROOT, name, '.complete'))).toBe(true);
+      const dirs = [repo];
+      if (FIXTURES[name].linkedWorktree) dirs.push(fixtureLinkedWorktree(name));
+      for (const d of dirs) {
+        const r = fsckStrict(d);
+        expect(r.output).not.toMatch(/^(error|warning|missing|broken)/m);
+        expect(r.status).toBe(0);
+      }
+      expect(fs.existsSync(fixtureGitDir(name))).toBe(true);
+      const format = gitOk(['rev-parse', '--show-object-format'], { cwd: repo }).trim();
+      expect(format).toBe(FIXTURES[name].objectFormat);
+      const bare = gitOk(['rev-parse', '--is-bare-repository'], { cwd: repo }).trim();
+      expect(bare).toBe(String(FIXTURES[name].bare));
+    },
+  );
 
   it('FIXTURE_ROOT is named after the fixture code hash', () => {
     if (!process.env.REPACK_TS_FIXTURE_ROOT) {
-      expect(path.basename(FIXTURE_ROOT)).toMatch(new RegExp(`^git-repack-ts-fixtures-${process.getuid?.() ?? 0}-[0-9a-f]{16}$`));
+      expect(path.basename(FIXTURE_ROOT)).toMatch(
+        new RegExp(`^git-repack-ts-fixtures-${process.getuid?.() ?? 0}-[0-9a-f]{16}$`),
+      );
     }
   });
 });
@@ -103,7 +108,9 @@ describe('basic', () => {
     expect(c.count).toBeGreaterThan(0);
     expect(c.inPack).toBeGreaterThan(300);
     const head = gitOk(['rev-parse', 'HEAD'], { cwd: repo }).trim();
-    expect(fs.existsSync(path.join(repo, '.git', 'objects', head.slice(0, 2), head.slice(2)))).toBe(true);
+    expect(fs.existsSync(path.join(repo, '.git', 'objects', head.slice(0, 2), head.slice(2)))).toBe(
+      true,
+    );
   });
 
   it('has a branch, a merge, all kinds of tags and a note', () => {
@@ -128,7 +135,9 @@ describe('basic', () => {
     expect(tree).toMatch(/\tdocs\/guide\/deep\/nested\/page\.md$/m);
     const bin = gitOk(['cat-file', 'blob', 'HEAD:data/blob.bin'], { cwd: repo });
     expect(bin.length).toBeGreaterThan(1000);
-    const numstat = gitOk(['diff', '--numstat', 'HEAD~20', 'HEAD', '--', 'data/blob.bin'], { cwd: repo });
+    const numstat = gitOk(['diff', '--numstat', 'HEAD~20', 'HEAD', '--', 'data/blob.bin'], {
+      cwd: repo,
+    });
     expect(numstat).toMatch(/^-\t-\tdata\/blob\.bin$/m);
   });
 
@@ -142,7 +151,9 @@ describe('basic', () => {
         },
       });
       expect(objectSet(dir)).toEqual(objectSet(repo));
-      expect(listPacks(dir).map((p) => path.basename(p))).toEqual(listPacks(repo).map((p) => path.basename(p)));
+      expect(listPacks(dir).map((p) => path.basename(p))).toEqual(
+        listPacks(repo).map((p) => path.basename(p)),
+      );
       expect(gitOk(['show-ref'], { cwd: dir })).toBe(gitOk(['show-ref'], { cwd: repo }));
     } finally {
       fs.rmSync(tmp, { recursive: true, force: true });
@@ -157,7 +168,8 @@ describe('multi-pack', () => {
     const packs = listPacks(repo);
     expect(packs.length).toBeGreaterThanOrEqual(5);
     const seen = new Map<string, number>();
-    for (const p of packs) for (const oid of readIdx(idxOf(p)).oids) seen.set(oid, (seen.get(oid) ?? 0) + 1);
+    for (const p of packs)
+      for (const oid of readIdx(idxOf(p)).oids) seen.set(oid, (seen.get(oid) ?? 0) + 1);
     expect([...seen.values()].filter((n) => n > 1).length).toBeGreaterThan(10);
     expect(countObjects(repo).count).toBeGreaterThan(2);
   });
@@ -280,7 +292,9 @@ describe('worktree', () => {
 describe('alternates', () => {
   it('borrows from the pristine basic through an absolute alternates path', () => {
     const repo = fixturePath('alternates');
-    const alt = fs.readFileSync(path.join(repo, '.git', 'objects', 'info', 'alternates'), 'utf8').trim();
+    const alt = fs
+      .readFileSync(path.join(repo, '.git', 'objects', 'info', 'alternates'), 'utf8')
+      .trim();
     expect(path.isAbsolute(alt)).toBe(true);
     expect(alt).toBe(path.join(fixturePath('basic'), '.git', 'objects'));
     const c = countObjects(repo);
@@ -313,7 +327,9 @@ describe('keep', () => {
     expect(listPacks(repo)).toHaveLength(3);
     const keeps = fs.readdirSync(packDirOf(repo)).filter((f) => f.endsWith('.keep'));
     expect(keeps).toHaveLength(1);
-    expect(listPacks(repo).map((p) => path.basename(p, '.pack'))).toContain(path.basename(keeps[0]!, '.keep'));
+    expect(listPacks(repo).map((p) => path.basename(p, '.pack'))).toContain(
+      path.basename(keeps[0]!, '.keep'),
+    );
   });
 });
 
@@ -323,12 +339,16 @@ describe('midx-bitmap', () => {
     const packDir = packDirOf(repo);
     expect(listPacks(repo).length).toBeGreaterThanOrEqual(3);
     expect(fs.existsSync(path.join(packDir, 'multi-pack-index'))).toBe(true);
-    expect(fs.readdirSync(packDir).filter((f) => /^multi-pack-index-[0-9a-f]{40}\.bitmap$/.test(f))).toHaveLength(1);
+    expect(
+      fs.readdirSync(packDir).filter((f) => /^multi-pack-index-[0-9a-f]{40}\.bitmap$/.test(f)),
+    ).toHaveLength(1);
     gitOk(['multi-pack-index', 'verify', '--no-progress'], { cwd: repo });
     const midx = fs.readFileSync(path.join(packDir, 'multi-pack-index'));
     expect(midx.subarray(0, 4).toString('latin1')).toBe('MIDX');
     expect(midx.indexOf('RIDX', 0, 'latin1')).toBeGreaterThan(0);
-    const bitmapped = git(['rev-list', '--count', '--use-bitmap-index', '--objects', 'HEAD~1'], { cwd: repo });
+    const bitmapped = git(['rev-list', '--count', '--use-bitmap-index', '--objects', 'HEAD~1'], {
+      cwd: repo,
+    });
     expect(bitmapped.status).toBe(0);
   });
 });
@@ -336,7 +356,8 @@ describe('midx-bitmap', () => {
 describe('big-blob', () => {
   it('has 3 MiB random and compressible blobs and deltified 1 MiB text versions', () => {
     const repo = fixturePath('big-blob');
-    const size = (rev: string): number => Number(gitOk(['cat-file', '-s', rev], { cwd: repo }).trim());
+    const size = (rev: string): number =>
+      Number(gitOk(['cat-file', '-s', rev], { cwd: repo }).trim());
     expect(size('HEAD:big-random.bin')).toBe(3 << 20);
     expect(size('HEAD:big-compressible.txt')).toBe(3 << 20);
     expect(size('HEAD:text-1mib.txt')).toBeGreaterThanOrEqual(1 << 20);
@@ -345,7 +366,9 @@ describe('big-blob', () => {
     expect(bytes).toBeGreaterThan(3 << 20); // random data does not compress
     expect(bytes).toBeLessThan((3 << 20) + (1 << 20)); // the rest does
     const v = verifyPack(repo, pack);
-    expect(v.entries.filter((e) => e.type === 'blob' && e.depth > 0).length).toBeGreaterThanOrEqual(3);
+    expect(v.entries.filter((e) => e.type === 'blob' && e.depth > 0).length).toBeGreaterThanOrEqual(
+      3,
+    );
   });
 });
 
@@ -357,7 +380,9 @@ describe('pack-v3', () => {
     const h = readPackHeader(bytes);
     expect(h.signature).toBe('PACK');
     expect(h.version).toBe(3);
-    const sum = createHash('sha1').update(bytes.subarray(0, bytes.length - 20)).digest();
+    const sum = createHash('sha1')
+      .update(bytes.subarray(0, bytes.length - 20))
+      .digest();
     expect(sum.equals(bytes.subarray(bytes.length - 20))).toBe(true);
     expect(path.basename(pack)).toBe(`pack-${sum.toString('hex')}.pack`);
     gitOk(['verify-pack', idxOf(pack)], { cwd: repo });

@@ -4,7 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { inflateSync, deflateSync, crc32 } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
-import { OBJECT_HEADER_ROOM, SHA1, SHA256, hashObjectBuffer, objectHeader, putObjectHeader, toHex } from '../src/hash/algo.js';
+import {
+  OBJECT_HEADER_ROOM,
+  SHA1,
+  SHA256,
+  hashObjectBuffer,
+  objectHeader,
+  putObjectHeader,
+  toHex,
+} from '../src/hash/algo.js';
 import { StackArena } from '../src/delta/arena.js';
 import { Pack } from '../src/store/pack.js';
 import { scanPack } from '../src/store/pack-scan.js';
@@ -13,7 +21,13 @@ import { OidTable } from '../src/hash/oid-table.js';
 import { sortIds } from '../src/hash/sort.js';
 import { encodeIdxV2, firstUnsortedId, parseIdx } from '../src/format/idx.js';
 import { encodeRev, packOrderFromOffsets, parseRev } from '../src/format/rev.js';
-import { encodeEntryHeader, encodeOfsDistance, encodePackHeader, ofsDistanceLength, parseEntryHeader } from '../src/format/pack.js';
+import {
+  encodeEntryHeader,
+  encodeOfsDistance,
+  encodePackHeader,
+  ofsDistanceLength,
+  parseEntryHeader,
+} from '../src/format/pack.js';
 import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
 import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
@@ -30,11 +44,18 @@ function idxOf(name: 'basic' | 'large-offset' | 'sha256' | 'idx-v1'): string {
 }
 
 describe('idx', () => {
-  it('re-encoding git\'s idx v2 gives the same bytes (sha1 and sha256)', () => {
-    for (const [name, algo] of [['basic', SHA1], ['sha256', SHA256]] as const) {
+  it("re-encoding git's idx v2 gives the same bytes (sha1 and sha256)", () => {
+    for (const [name, algo] of [
+      ['basic', SHA1],
+      ['sha256', SHA256],
+    ] as const) {
       const buf = fs.readFileSync(idxOf(name));
       const idx = parseIdx(buf, algo, 'x.idx');
-      const out = encodeIdxV2({ count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcArray() }, idx.packChecksum, algo);
+      const out = encodeIdxV2(
+        { count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcArray() },
+        idx.packChecksum,
+        algo,
+      );
       expect(out.equals(buf)).toBe(true);
     }
   });
@@ -43,7 +64,12 @@ describe('idx', () => {
     const buf = fs.readFileSync(idxOf('large-offset'));
     const idx = parseIdx(buf, SHA1, 'x.idx');
     expect(idx.largeOffsets).toBeGreaterThan(0);
-    const out = encodeIdxV2({ count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcArray() }, idx.packChecksum, SHA1, 4096);
+    const out = encodeIdxV2(
+      { count: idx.count, ids: idx.ids, offsets: idx.offsets, crcs: idx.crcArray() },
+      idx.packChecksum,
+      SHA1,
+      4096,
+    );
     expect(out.equals(buf)).toBe(true);
   });
 
@@ -61,7 +87,11 @@ describe('idx', () => {
     ids[0] = 1;
     ids[20] = 2;
     const offsets = new Float64Array([12, 5 * 2 ** 32 + 7]);
-    const out = encodeIdxV2({ count: 2, ids, offsets, crcs: new Uint32Array([1, 2]) }, Buffer.alloc(20), SHA1);
+    const out = encodeIdxV2(
+      { count: 2, ids, offsets, crcs: new Uint32Array([1, 2]) },
+      Buffer.alloc(20),
+      SHA1,
+    );
     const back = parseIdx(out, SHA1, 'x');
     expect([...back.offsets]).toEqual([12, 5 * 2 ** 32 + 7]);
     expect(back.largeOffsets).toBe(1);
@@ -70,11 +100,18 @@ describe('idx', () => {
   it('an index of many chunks (and many 64-bit offsets) round-trips and is hashed whole', () => {
     const n = 40_000; // more than two of emitIdxV2's chunks of entries
     const ids = Buffer.alloc(n * 20);
-    for (let i = 0; i < n; i++) crypto.createHash('sha1').update(String(i)).digest().copy(ids, i * 20);
+    for (let i = 0; i < n; i++)
+      crypto
+        .createHash('sha1')
+        .update(String(i))
+        .digest()
+        .copy(ids, i * 20);
     const order = sortIds(ids, n, 20);
     const sorted = Buffer.alloc(n * 20);
     order.forEach((i, r) => ids.copy(sorted, r * 20, i * 20, (i + 1) * 20));
-    const offsets = new Float64Array(n).map((_, i) => (i % 3 === 0 ? 2 ** 33 + i * 100 : 12 + i * 100));
+    const offsets = new Float64Array(n).map((_, i) =>
+      i % 3 === 0 ? 2 ** 33 + i * 100 : 12 + i * 100,
+    );
     const crcs = new Uint32Array(n).map((_, i) => (i * 2654435761) >>> 0);
     const out = encodeIdxV2({ count: n, ids: sorted, offsets, crcs }, Buffer.alloc(20, 7), SHA1);
     const back = parseIdx(out, SHA1, 'x.idx');
@@ -82,7 +119,13 @@ describe('idx', () => {
     expect([...back.offsets]).toEqual([...offsets]);
     expect([...back.crcArray()]).toEqual([...crcs]);
     expect(back.largeOffsets).toBe(Math.ceil(n / 3));
-    expect(crypto.createHash('sha1').update(out.subarray(0, out.length - 20)).digest().equals(out.subarray(out.length - 20))).toBe(true);
+    expect(
+      crypto
+        .createHash('sha1')
+        .update(out.subarray(0, out.length - 20))
+        .digest()
+        .equals(out.subarray(out.length - 20)),
+    ).toBe(true);
   });
 
   it('firstUnsortedId finds ids out of order or repeated where only their last bytes differ', () => {
@@ -91,23 +134,48 @@ describe('idx', () => {
       const n = lasts.length;
       const ids = Buffer.alloc(n * 20, 0xab);
       lasts.forEach((b, i) => (ids[i * 20 + 19] = b));
-      return parseIdx(encodeIdxV2({ count: n, ids, offsets: new Float64Array(n).map((_, i) => 12 + i), crcs: new Uint32Array(n) }, Buffer.alloc(20), SHA1), SHA1, 'x.idx');
+      return parseIdx(
+        encodeIdxV2(
+          {
+            count: n,
+            ids,
+            offsets: new Float64Array(n).map((_, i) => 12 + i),
+            crcs: new Uint32Array(n),
+          },
+          Buffer.alloc(20),
+          SHA1,
+        ),
+        SHA1,
+        'x.idx',
+      );
     };
     // The expected position: the first i whose id does not compare greater than the one before (Buffer.compare).
-    const expected = (lasts: number[]) => lasts.findIndex((b, i) => i > 0 && Buffer.compare(Buffer.from([lasts[i - 1]!]), Buffer.from([b])) >= 0);
-    for (const lasts of [[1, 2, 3, 4], [1, 3, 2, 4], [1, 2, 2, 3], [5, 4], [0, 255]]) expect(firstUnsortedId(make(lasts))).toBe(expected(lasts));
+    const expected = (lasts: number[]) =>
+      lasts.findIndex(
+        (b, i) => i > 0 && Buffer.compare(Buffer.from([lasts[i - 1]!]), Buffer.from([b])) >= 0,
+      );
+    for (const lasts of [
+      [1, 2, 3, 4],
+      [1, 3, 2, 4],
+      [1, 2, 2, 3],
+      [5, 4],
+      [0, 255],
+    ])
+      expect(firstUnsortedId(make(lasts))).toBe(expected(lasts));
     expect(expected([1, 3, 2, 4])).toBe(2);
   });
 
   it('rejects a non-monotonic fanout with the offset', () => {
     const buf = Buffer.from(fs.readFileSync(idxOf('basic')));
     buf.writeUInt32BE(0xffffff, 8 + 4 * 3);
-    expect(() => parseIdx(buf, SHA1, 'x.idx')).toThrow(/x\.idx: non-monotonic fanout at offset \d+/);
+    expect(() => parseIdx(buf, SHA1, 'x.idx')).toThrow(
+      /x\.idx: non-monotonic fanout at offset \d+/,
+    );
   });
 });
 
 describe('rev', () => {
-  it('re-encoding git\'s .rev gives the same bytes', () => {
+  it("re-encoding git's .rev gives the same bytes", () => {
     const idxPath = idxOf('basic');
     const revPath = idxPath.replace(/\.idx$/, '.rev');
     const idx = parseIdx(fs.readFileSync(idxPath), SHA1, idxPath);
@@ -132,13 +200,16 @@ describe('pack entry headers', () => {
     }
   });
 
-  it('OFS_DELTA distances round-trip in git\'s encoding', () => {
+  it("OFS_DELTA distances round-trip in git's encoding", () => {
     for (const d of [1, 127, 128, 16511, 16512, 2 ** 35]) {
       const b = Buffer.alloc(16);
       const hl = encodeEntryHeader(6, 10, b, 0);
       const n = encodeOfsDistance(d, b, hl);
       expect(n).toBe(ofsDistanceLength(d));
-      expect(parseEntryHeader(b, 0, hl + n, 20, 'p', d + 1)).toMatchObject({ baseDistance: d, headerLen: hl + n });
+      expect(parseEntryHeader(b, 0, hl + n, 20, 'p', d + 1)).toMatchObject({
+        baseDistance: d,
+        headerLen: hl + n,
+      });
     }
   });
 
@@ -146,10 +217,16 @@ describe('pack entry headers', () => {
     const b = Buffer.alloc(16);
     const hl = encodeEntryHeader(6, 10, b, 0);
     const n = encodeOfsDistance(500, b, hl);
-    expect(() => parseEntryHeader(b, 0, hl + n, 20, 'p.pack', 400)).toThrow(/p\.pack: delta base offset out of bound at offset 400/);
+    expect(() => parseEntryHeader(b, 0, hl + n, 20, 'p.pack', 400)).toThrow(
+      /p\.pack: delta base offset out of bound at offset 400/,
+    );
     const big = Buffer.from([0x9f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
-    expect(() => parseEntryHeader(big, 0, big.length, 20, 'p.pack', 12)).toThrow(/size overflows at offset 12/);
-    expect(() => parseEntryHeader(Buffer.from([0x50]), 0, 1, 20, 'p.pack', 12)).toThrow(/bad object type 5/);
+    expect(() => parseEntryHeader(big, 0, big.length, 20, 'p.pack', 12)).toThrow(
+      /size overflows at offset 12/,
+    );
+    expect(() => parseEntryHeader(Buffer.from([0x50]), 0, 1, 20, 'p.pack', 12)).toThrow(
+      /bad object type 5/,
+    );
   });
 });
 
@@ -167,10 +244,14 @@ describe('deltas', () => {
     expect(() => applyDelta(base, delta(19, 4, 0x91, 0, 4))).toThrow(/base size 19 does not match/);
     expect(() => applyDelta(base, delta(20, 4, 0x91, 18, 4))).toThrow(/copy out of range/);
     expect(() => applyDelta(base, delta(20, 3, 0x91, 0, 4))).toThrow(/copy out of range/);
-    expect(() => applyDelta(base, delta(20, 5, 0x91, 0, 4))).toThrow(/result size 4 does not match declared 5/);
+    expect(() => applyDelta(base, delta(20, 5, 0x91, 0, 4))).toThrow(
+      /result size 4 does not match declared 5/,
+    );
     expect(() => applyDelta(base, delta(20, 1, 0))).toThrow(/opcode 0/);
     expect(() => applyDelta(base, delta(20, 4, 0x91))).toThrow(/truncated/);
-    expect(() => applyDelta(base, delta(20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), 1 << 20)).toThrow();
+    expect(() =>
+      applyDelta(base, delta(20, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01), 1 << 20),
+    ).toThrow();
   });
 
   it('writes into a buffer it is given, when that is large enough', () => {
@@ -201,7 +282,9 @@ describe('deltas', () => {
     // result in front of the base in the same buffer: not the copyWithin layout, still right
     const rev = Buffer.alloc(400, 0xee);
     big.copy(rev, 200);
-    expect(applyDelta(rev.subarray(200), d, Number.MAX_SAFE_INTEGER, rev.subarray(0, 200)).equals(want)).toBe(true);
+    expect(
+      applyDelta(rev.subarray(200), d, Number.MAX_SAFE_INTEGER, rev.subarray(0, 200)).equals(want),
+    ).toBe(true);
   });
 
   it('a huge declared result size is refused before allocating it', () => {
@@ -225,7 +308,16 @@ describe('pack scan', () => {
       const body = Buffer.concat([encodePackHeader(1), entry]);
       const sum = crypto.createHash('sha1').update(body).digest();
       fs.writeFileSync(path.join(dir, 'p.pack'), Buffer.concat([body, sum]));
-      const idx = encodeIdxV2({ count: 1, ids: Buffer.alloc(20, 0x11), offsets: new Uint32Array([12]), crcs: new Uint32Array([crc32(entry)]) }, sum, SHA1);
+      const idx = encodeIdxV2(
+        {
+          count: 1,
+          ids: Buffer.alloc(20, 0x11),
+          offsets: new Uint32Array([12]),
+          crcs: new Uint32Array([crc32(entry)]),
+        },
+        sum,
+        SHA1,
+      );
       fs.writeFileSync(path.join(dir, 'p.idx'), idx);
       const pack = Pack.open(path.join(dir, 'p.pack'), SHA1);
       try {
@@ -286,12 +378,17 @@ describe('delta base cache: one LRU list capped in bytes', () => {
 
 describe('object ids', () => {
   it('an object header written in front of the data hashes like objectHeader + data', () => {
-    for (const [type, data] of [['blob', Buffer.alloc(0)], ['commit', Buffer.from('tree x\n')], ['tree', crypto.randomBytes(123457)]] as const) {
+    for (const [type, data] of [
+      ['blob', Buffer.alloc(0)],
+      ['commit', Buffer.from('tree x\n')],
+      ['tree', crypto.randomBytes(123457)],
+    ] as const) {
       const block = Buffer.alloc(OBJECT_HEADER_ROOM + data.length, 0xaa);
       data.copy(block, OBJECT_HEADER_ROOM);
       const from = putObjectHeader(block, OBJECT_HEADER_ROOM, type, data.length);
       expect(block.subarray(from, OBJECT_HEADER_ROOM)).toEqual(objectHeader(type, data.length));
-      for (const algo of [SHA1, SHA256]) expect(algo.digest(block.subarray(from))).toEqual(hashObjectBuffer(algo, type, data));
+      for (const algo of [SHA1, SHA256])
+        expect(algo.digest(block.subarray(from))).toEqual(hashObjectBuffer(algo, type, data));
     }
     const big = Buffer.alloc(OBJECT_HEADER_ROOM);
     const from = putObjectHeader(big, OBJECT_HEADER_ROOM, 'commit', 2 ** 40 + 3);
@@ -300,7 +397,9 @@ describe('object ids', () => {
 
   it('the open-addressing table finds every id and only those', () => {
     const t = new OidTable(20, 4);
-    const ids = Array.from({ length: 5000 }, (_, i) => hashObjectBuffer(SHA1, 'blob', Buffer.from(String(i))));
+    const ids = Array.from({ length: 5000 }, (_, i) =>
+      hashObjectBuffer(SHA1, 'blob', Buffer.from(String(i))),
+    );
     ids.forEach((id, i) => expect(t.insert(id, 0)).toBe(i));
     expect(t.insert(ids[7]!, 0)).toBe(~7);
     ids.forEach((id, i) => expect(t.lookup(id, 0)).toBe(i));
@@ -310,7 +409,8 @@ describe('object ids', () => {
   it('sortIds sorts like a byte-wise comparison', () => {
     const n = 3000;
     const ids = Buffer.alloc(n * 20);
-    for (let i = 0; i < n; i++) hashObjectBuffer(SHA1, 'tree', Buffer.from([i & 0xff, i >> 8])).copy(ids, i * 20);
+    for (let i = 0; i < n; i++)
+      hashObjectBuffer(SHA1, 'tree', Buffer.from([i & 0xff, i >> 8])).copy(ids, i * 20);
     ids.fill(0xab, 0, 2); // a crowded bucket
     ids.fill(0xab, 20, 22);
     const perm = sortIds(ids, n, 20);
@@ -341,7 +441,9 @@ describe('zlib level 0 written without zlib', () => {
 
 describe('config and levels', () => {
   it('parses git config -z --list output', () => {
-    const m = parseConfigList(Buffer.from('core.bare\nfalse\0pack.graphcompression\n0\0a.b.c\n1\0a.b.c\n2\0flag\0'));
+    const m = parseConfigList(
+      Buffer.from('core.bare\nfalse\0pack.graphcompression\n0\0a.b.c\n1\0a.b.c\n2\0flag\0'),
+    );
     expect(m.get('a.b.c')).toEqual(['1', '2']);
     expect(m.get('flag')).toEqual([null]);
     expect(parseConfigInt('1k')).toBe(1024);
@@ -355,8 +457,18 @@ describe('config and levels', () => {
     ['core.compression', {}, 'core.compression\n3\0', [3, 3, 3, 3]],
     ['pack.compression beats core', {}, 'core.compression\n3\0pack.compression\n4\0', [4, 4, 4, 4]],
     ['graph key', {}, 'pack.compression\n4\0pack.graphcompression\n0\0', [0, 0, 4, 4]],
-    ['type key beats graph key', {}, 'pack.graphcompression\n0\0pack.treecompression\n6\0', [0, 6, 'keep', 'keep']],
-    ['--compression flag beats every key', { compression: 2 }, 'pack.graphcompression\n0\0pack.blobcompression\n9\0', [2, 2, 2, 2]],
+    [
+      'type key beats graph key',
+      {},
+      'pack.graphcompression\n0\0pack.treecompression\n6\0',
+      [0, 6, 'keep', 'keep'],
+    ],
+    [
+      '--compression flag beats every key',
+      { compression: 2 },
+      'pack.graphcompression\n0\0pack.blobcompression\n9\0',
+      [2, 2, 2, 2],
+    ],
     ['graph flag beats --compression', { graph: 0, compression: 9 }, '', [0, 0, 9, 9]],
     ['type flag beats graph flag', { graph: 0, tree: 5 }, '', [0, 5, 'keep', 'keep']],
     ['keep as a flag', { graph: 0, blob: 'keep' }, 'pack.compression\n9\0', [0, 0, 'keep', 9]],
@@ -367,11 +479,26 @@ describe('config and levels', () => {
 
   it('an entry has a level only when its stream is what that level writes (level 1 is not level 0)', () => {
     // Real zlib streams (node's zlib), classified as the scan classifies them.
-    const text = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A U Thor <a@example.com> 1112911993 -0700\n\n'.repeat(3));
-    const noise = Buffer.concat(Array.from({ length: 10 }, (_, i) => crypto.createHash('sha256').update(String(i)).digest()));
-    const seen = (z: Buffer, data: Buffer) => ({ flevel: z[1]! >> 6, block: firstBlockCode(z[1]! >> 6, z[2], z.length, data.length), dataLen: z.length, size: data.length });
-    const zlib = (level: number, data = text): Buffer => (level === FIXED_HUFFMAN ? deflateSync(data, { level: 6, strategy: 1 + 3 }) : deflateSync(data, { level }));
-    const has = (target: number, level: number, data = text) => hasLevel(target, seen(zlib(level, data), data));
+    const text = Buffer.from(
+      'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A U Thor <a@example.com> 1112911993 -0700\n\n'.repeat(
+        3,
+      ),
+    );
+    const noise = Buffer.concat(
+      Array.from({ length: 10 }, (_, i) => crypto.createHash('sha256').update(String(i)).digest()),
+    );
+    const seen = (z: Buffer, data: Buffer) => ({
+      flevel: z[1]! >> 6,
+      block: firstBlockCode(z[1]! >> 6, z[2], z.length, data.length),
+      dataLen: z.length,
+      size: data.length,
+    });
+    const zlib = (level: number, data = text): Buffer =>
+      level === FIXED_HUFFMAN
+        ? deflateSync(data, { level: 6, strategy: 1 + 3 })
+        : deflateSync(data, { level });
+    const has = (target: number, level: number, data = text) =>
+      hasLevel(target, seen(zlib(level, data), data));
     expect(seen(zlib(0), text).block).toBe(1); // stored
     expect(seen(zlib(FIXED_HUFFMAN), text)).toMatchObject({ flevel: 0, block: 3 }); // zlib writes FLEVEL 0 for Z_FIXED
     expect(has(0, 0)).toBe(true);
@@ -396,7 +523,9 @@ describe('config and levels', () => {
   });
 
   it('a re-encoded stream keeps the old one only when zlib gives the same encoding', () => {
-    const text = Buffer.from('x'.repeat(3000) + 'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n'.repeat(40));
+    const text = Buffer.from(
+      'x'.repeat(3000) + 'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n'.repeat(40),
+    );
     const noise = crypto.randomBytes(5000);
     const z = (level: number, data: Buffer) => deflateSync(data, { level });
     // Deflate at 1 of incompressible data stores it: a level-0 entry already is what level 1 gives.

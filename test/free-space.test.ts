@@ -16,11 +16,17 @@ const fakeStatfs = (bytes: number) => () => ({ bavail: bytes / 4096, bsize: 4096
 describe('free space before the new pack is written', () => {
   it('refuses a write the filesystem has no room for, margin included; says nothing when statfs cannot tell', () => {
     // 100 MiB to write: 100 + 100/64 MiB + 64 KiB wanted (101.625 MiB).
-    expect(() => ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.5 * MiB))).toThrow(GitError);
-    expect(() => ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.5 * MiB))).toThrow(
+    expect(() =>
+      ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.5 * MiB)),
+    ).toThrow(GitError);
+    expect(() =>
+      ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.5 * MiB)),
+    ).toThrow(
       '/x/objects/pack: No space left on device for the new pack (about 101.63 MiB needed, 101.50 MiB available); nothing was changed',
     );
-    expect(() => ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.75 * MiB))).not.toThrow();
+    expect(() =>
+      ensureFreeSpace('/x/objects/pack', 100 * MiB, 'the new pack', fakeStatfs(101.75 * MiB)),
+    ).not.toThrow();
     const unsupported = (): never => {
       throw Object.assign(new Error('ENOSYS'), { code: 'ENOSYS' });
     };
@@ -32,9 +38,14 @@ describe('free space before the new pack is written', () => {
     const repo = useFixtureCopy('basic');
     const before = treeDigest(repo);
     const objects = objectSet(repo);
-    const r = tool(['--graph-compression=0', '-q'], { cwd: repo, env: { GIT_REPACK_TS_FAULT: 'statfs:enospc' } });
+    const r = tool(['--graph-compression=0', '-q'], {
+      cwd: repo,
+      env: { GIT_REPACK_TS_FAULT: 'statfs:enospc' },
+    });
     expect(r.status).toBe(128);
-    expect(r.stderr).toBe(`fatal: ${packDirOf(repo)}: No space left on device for the new pack (about ${r.stderr.match(/about (\S+ MiB)/)?.[1]} needed, 0.00 MiB available); nothing was changed\n`);
+    expect(r.stderr).toBe(
+      `fatal: ${packDirOf(repo)}: No space left on device for the new pack (about ${r.stderr.match(/about (\S+ MiB)/)?.[1]} needed, 0.00 MiB available); nothing was changed\n`,
+    );
     expect(treeDigest(repo)).toEqual(before);
     expect(objectSet(repo)).toEqual(objects);
     expect(fsckStrict(repo).status).toBe(0);

@@ -12,9 +12,17 @@ import { pinProcessEnv } from './helpers/hostile-run.js';
 pinProcessEnv();
 
 const CRASHERS: { source: FixtureName; seed: number; bug: string }[] = [
-  { source: 'sha256', seed: 113, bug: 'P1: one byte inserted in the fanout; parseIdx allocated Float64Array(count) for a count of ~2^32' },
+  {
+    source: 'sha256',
+    seed: 113,
+    bug: 'P1: one byte inserted in the fanout; parseIdx allocated Float64Array(count) for a count of ~2^32',
+  },
   { source: 'large-offset', seed: 270, bug: 'P1: nine bytes deleted in the fanout' },
-  { source: 'ref-delta', seed: 132, bug: 'P2: an idx offset set past the pack (checksum fixed): Pack.scan threw out of verify' },
+  {
+    source: 'ref-delta',
+    seed: 132,
+    bug: 'P2: an idx offset set past the pack (checksum fixed): Pack.scan threw out of verify',
+  },
   { source: 'large-offset', seed: 145, bug: 'P2: a 64-bit offset table entry overwritten' },
   { source: 'basic', seed: 176, bug: 'P2: an offset overwritten with 0x7fffffff' },
 ];
@@ -24,7 +32,9 @@ describe('fuzz crashers replayed', () => {
     it(`${c.source} seed ${c.seed} (${c.bug})`, async () => {
       const src = fuzzSources().find((s) => s.name === c.source)!;
       const f = await replay(src, c.seed, process.env.REPACK_TS_DIST);
-      expect(f === undefined ? 'no finding' : `${f.kind}: ${f.message.split('\n')[0]}`).toBe('no finding');
+      expect(f === undefined ? 'no finding' : `${f.kind}: ${f.message.split('\n')[0]}`).toBe(
+        'no finding',
+      );
     }, 60_000);
   }
 });

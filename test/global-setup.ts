@@ -4,13 +4,20 @@
  * The teardown checks that no test modified a pristine fixture; a modified
  * fixture is deleted (so the next run rebuilds it) and the run fails.
  */
-import { buildAllFixtures, discardModifiedFixtures, fingerprintFixtures, FIXTURE_ROOT } from './fixtures/index.js';
+import {
+  buildAllFixtures,
+  discardModifiedFixtures,
+  fingerprintFixtures,
+  FIXTURE_ROOT,
+} from './fixtures/index.js';
 
 export default function setup(): () => void {
   const started = Date.now();
   const built = buildAllFixtures();
   if (built.length > 0) {
-    console.log(`fixtures: built ${built.join(', ')} in ${Date.now() - started} ms under ${FIXTURE_ROOT}`);
+    console.log(
+      `fixtures: built ${built.join(', ')} in ${Date.now() - started} ms under ${FIXTURE_ROOT}`,
+    );
   }
   const fingerprint = fingerprintFixtures();
   return () => {

@@ -75,7 +75,9 @@ function configParameters(pre: string[] | undefined): string | undefined {
 
 /** Does this command line read standard input (then it runs as a process of its own)? */
 function readsStdin(args: string[], o: RunOpts): boolean {
-  return o.input !== undefined || o.stdinFile !== undefined || args.some((a) => /^--(no-)?std/.test(a));
+  return (
+    o.input !== undefined || o.stdinFile !== undefined || args.some((a) => /^--(no-)?std/.test(a))
+  );
 }
 
 async function run(which: 'git' | 'ours', args: string[], o: RunOpts): Promise<Run> {
@@ -91,7 +93,8 @@ async function run(which: 'git' | 'ours', args: string[], o: RunOpts): Promise<R
       maxBuffer: 1 << 30,
     });
     // A command that exits without reading its input makes the write fail with EPIPE: not an error here.
-    if (r.error && !((r.error as NodeJS.ErrnoException).code === 'EPIPE' && r.status !== null)) throw r.error;
+    if (r.error && !((r.error as NodeJS.ErrnoException).code === 'EPIPE' && r.status !== null))
+      throw r.error;
     return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr.toString('utf8') };
   } finally {
     if (fd !== undefined) fs.closeSync(fd);
@@ -104,10 +107,20 @@ async function run(which: 'git' | 'ours', args: string[], o: RunOpts): Promise<R
  */
 async function runInProcess(args: string[], o: RunOpts): Promise<Run> {
   const params = configParameters(o.pre);
-  const env = gitEnv({ PATH: pathEnv(), ...o.env, ...(params !== undefined ? { GIT_CONFIG_PARAMETERS: params } : {}) });
+  const env = gitEnv({
+    PATH: pathEnv(),
+    ...o.env,
+    ...(params !== undefined ? { GIT_CONFIG_PARAMETERS: params } : {}),
+  });
   let out = '';
   let err = '';
-  const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), stderrIsTty: false, env, cwd: o.cwd };
+  const io: Io = {
+    out: (t) => void (out += t),
+    err: (t) => void (err += t),
+    stderrIsTty: false,
+    env,
+    cwd: o.cwd,
+  };
   const status = await main(['hash-object', ...args], io);
   return { status, stdout: Buffer.from(out, 'latin1'), stderr: err };
 }
@@ -138,7 +151,14 @@ function write(p: string, content: string | Buffer): string {
 
 function initRepo(name: string, format: 'sha1' | 'sha256' = 'sha1', bare = false): string {
   const dir = path.join(root, name);
-  gitOk(['init', '-q', '--template=', ...(bare ? ['--bare'] : []), `--object-format=${format}`, dir]);
+  gitOk([
+    'init',
+    '-q',
+    '--template=',
+    ...(bare ? ['--bare'] : []),
+    `--object-format=${format}`,
+    dir,
+  ]);
   gitOk(['config', 'gc.auto', '0'], { cwd: dir });
   return dir;
 }
@@ -167,7 +187,12 @@ function populate(dir: string): string[] {
   return files.map(([n]) => n);
 }
 
-const TREE_SHA1 = Buffer.concat([Buffer.from('100644 a\0'), Buffer.alloc(20, 0xab), Buffer.from('40000 d\0'), Buffer.alloc(20, 0xcd)]);
+const TREE_SHA1 = Buffer.concat([
+  Buffer.from('100644 a\0'),
+  Buffer.alloc(20, 0xab),
+  Buffer.from('40000 d\0'),
+  Buffer.alloc(20, 0xcd),
+]);
 const TREE_SHA256 = Buffer.concat([Buffer.from('100644 a\0'), Buffer.alloc(32, 0xab)]);
 const EMPTY_TREE_SHA1 = '4b825dc642cb6eb9a060e54bf8d69288fbee4904';
 const COMMIT = `tree ${EMPTY_TREE_SHA1}\nparent ${'1'.repeat(40)}\nauthor A <a@b> 1 +0000\ncommitter A <a@b> 1 +0000\n\nmsg\n`;
@@ -240,28 +265,40 @@ describe('hash-object: options parsed as git parse-options does', () => {
 });
 
 describe('hash-object: ids and messages identical to git', () => {
-  it.each([['sha1'], ['sha256']] as const)('files, options and types in a %s repository', async (format) => {
-    const repo = initRepo(`ids-${format}`, format);
-    const files = populate(repo);
-    await same(files, { cwd: repo });
-    await same(['--no-filters', ...files], { cwd: repo });
-    await same(['--literally', ...files], { cwd: repo });
-    await same(['--literally', '-t', 'foo', ...files], { cwd: repo });
-    await same(['--path=x.bin', 'crlf.txt', 'random.bin'], { cwd: repo });
-    await same(['--stdin', 'one', 'lf.txt'], { cwd: repo, input: 'from stdin\n' });
-    await same(['--stdin'], { cwd: repo, stdinFile: path.join(repo, 'random.bin') });
-    await same(['--stdin-paths'], { cwd: repo, input: 'one\n"name with spaces"\n"sub/dir/deep.txt"trailing\ncrlf.txt\r\nrandom.bin' });
-    // -t with valid and invalid content (the commit's parent is not looked up, only parsed).
-    write(path.join(repo, 'tree.bin'), format === 'sha1' ? TREE_SHA1 : TREE_SHA256);
-    write(path.join(repo, 'commit.txt'), format === 'sha1' ? COMMIT : COMMIT.replace(/[0-9a-f]{40}/g, (h) => h + h.slice(0, 24)));
-    write(path.join(repo, 'tag.txt'), format === 'sha1' ? TAG : TAG.replace(/[0-9a-f]{40}/g, (h) => h + h.slice(0, 24)));
-    await same(['-t', 'tree', 'tree.bin', 'empty'], { cwd: repo });
-    await same(['-t', 'commit', 'commit.txt'], { cwd: repo });
-    await same(['-t', 'tag', 'tag.txt'], { cwd: repo });
-    for (const t of ['commit', 'tree', 'tag']) {
-      expect((await same(['-t', t, 'lf.txt'], { cwd: repo })).status).toBe(128);
-    }
-  });
+  it.each([['sha1'], ['sha256']] as const)(
+    'files, options and types in a %s repository',
+    async (format) => {
+      const repo = initRepo(`ids-${format}`, format);
+      const files = populate(repo);
+      await same(files, { cwd: repo });
+      await same(['--no-filters', ...files], { cwd: repo });
+      await same(['--literally', ...files], { cwd: repo });
+      await same(['--literally', '-t', 'foo', ...files], { cwd: repo });
+      await same(['--path=x.bin', 'crlf.txt', 'random.bin'], { cwd: repo });
+      await same(['--stdin', 'one', 'lf.txt'], { cwd: repo, input: 'from stdin\n' });
+      await same(['--stdin'], { cwd: repo, stdinFile: path.join(repo, 'random.bin') });
+      await same(['--stdin-paths'], {
+        cwd: repo,
+        input: 'one\n"name with spaces"\n"sub/dir/deep.txt"trailing\ncrlf.txt\r\nrandom.bin',
+      });
+      // -t with valid and invalid content (the commit's parent is not looked up, only parsed).
+      write(path.join(repo, 'tree.bin'), format === 'sha1' ? TREE_SHA1 : TREE_SHA256);
+      write(
+        path.join(repo, 'commit.txt'),
+        format === 'sha1' ? COMMIT : COMMIT.replace(/[0-9a-f]{40}/g, (h) => h + h.slice(0, 24)),
+      );
+      write(
+        path.join(repo, 'tag.txt'),
+        format === 'sha1' ? TAG : TAG.replace(/[0-9a-f]{40}/g, (h) => h + h.slice(0, 24)),
+      );
+      await same(['-t', 'tree', 'tree.bin', 'empty'], { cwd: repo });
+      await same(['-t', 'commit', 'commit.txt'], { cwd: repo });
+      await same(['-t', 'tag', 'tag.txt'], { cwd: repo });
+      for (const t of ['commit', 'tree', 'tag']) {
+        expect((await same(['-t', t, 'lf.txt'], { cwd: repo })).status).toBe(128);
+      }
+    },
+  );
 
   it('format checks: git prints the same errors, and remembers types across files', async () => {
     const repo = initRepo('format');
@@ -353,19 +390,33 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     write(path.join(repo, 'mixed.txt'), 'a\nb\r\n');
     write(path.join(repo, 'sub/x.dat'), 'a\r\n');
     const all = [...files, 'id.txt', 'crlf.bin', 'mixed.txt', 'sub/x.dat'];
-    for (const v of ['true', 'input', 'false']) await same(all, { cwd: repo, pre: ['-c', `core.autocrlf=${v}`] });
-    await same(['mixed.txt'], { cwd: repo, pre: ['-c', 'core.autocrlf=true', '-c', 'core.safecrlf=true'] });
-    write(path.join(repo, '.gitattributes'), '*.txt text\n*.bin -text\nid.txt ident\n*.dat filter=tr\n');
+    for (const v of ['true', 'input', 'false'])
+      await same(all, { cwd: repo, pre: ['-c', `core.autocrlf=${v}`] });
+    await same(['mixed.txt'], {
+      cwd: repo,
+      pre: ['-c', 'core.autocrlf=true', '-c', 'core.safecrlf=true'],
+    });
+    write(
+      path.join(repo, '.gitattributes'),
+      '*.txt text\n*.bin -text\nid.txt ident\n*.dat filter=tr\n',
+    );
     write(path.join(repo, 'sub/.gitattributes'), 'x.dat eol=crlf\n');
     await same(all, { cwd: repo });
     await same(all, { cwd: repo, pre: ['-c', 'core.autocrlf=true'] });
     await same(['sub/x.dat', 'crlf.bin'], { cwd: repo, pre: ['-c', 'filter.tr.clean=tr a b'] });
-    await same(['sub/x.dat'], { cwd: repo, pre: ['-c', 'filter.tr.clean=false', '-c', 'filter.tr.required=true'] });
+    await same(['sub/x.dat'], {
+      cwd: repo,
+      pre: ['-c', 'filter.tr.clean=false', '-c', 'filter.tr.required=true'],
+    });
     await same(['--path=foo.txt', 'crlf.bin'], { cwd: repo });
     await same(['--path=foo.bin', 'crlf.txt'], { cwd: repo });
     await same(['--stdin', '--path=foo.txt'], { cwd: repo, input: 'a\r\n' });
     await same(['--stdin'], { cwd: repo, input: 'a\r\n' });
-    await same(['--stdin-paths'], { cwd: repo, input: 'crlf.txt\ncrlf.bin\nsub/x.dat\n', pre: ['-c', 'filter.tr.clean=tr a b'] });
+    await same(['--stdin-paths'], {
+      cwd: repo,
+      input: 'crlf.txt\ncrlf.bin\nsub/x.dat\n',
+      pre: ['-c', 'filter.tr.clean=tr a b'],
+    });
     await same(['--no-filters', ...all], { cwd: repo, pre: ['-c', 'core.autocrlf=true'] });
     // A path outside the work tree still gets the top-level attributes in git.
     const outside = write(path.join(root, 'elsewhere', 'a.txt'), 'a\r\n');
@@ -397,7 +448,13 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     const g = await run('git', ['a.txt'], { cwd: work, env: { GIT_DIR: bare } });
     let out = '';
     let err = '';
-    const io: Io = { out: (t) => void (out += t), err: (t) => void (err += t), stderrIsTty: false, env: gitEnv(), cwd: root };
+    const io: Io = {
+      out: (t) => void (out += t),
+      err: (t) => void (err += t),
+      stderrIsTty: false,
+      env: gitEnv(),
+      cwd: root,
+    };
     expect(await main(['-C', work, '--git-dir', bare, 'hash-object', 'a.txt'], io)).toBe(0);
     expect(err).toBe('');
     expect(out).toBe(g.stdout.toString());
@@ -416,7 +473,10 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
 
   it('git.git-style attributes: eol=lf/crlf text converted here, auto and mixed left to git, in batches', async () => {
     const repo = initRepo('eol-batch');
-    write(path.join(repo, '.gitattributes'), '*.sh text eol=lf\n*.bat text eol=crlf\n*.c diff=cpp\n*.auto text=auto\n*.txt text\nsub/* -text\n');
+    write(
+      path.join(repo, '.gitattributes'),
+      '*.sh text eol=lf\n*.bat text eol=crlf\n*.c diff=cpp\n*.auto text=auto\n*.txt text\nsub/* -text\n',
+    );
     write(path.join(repo, 'sub/.gitattributes'), '*.sh eol=crlf\n');
     const contents: [string, string | Buffer][] = [
       ['lf', 'a\nb\n'],
@@ -431,28 +491,46 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     // Every kind of content under every attribute, in the work tree's top and in sub/ ...
     for (const [kind, c] of contents) {
       for (const ext of exts) {
-        for (const dir of ['', 'sub/']) names.push(write(path.join(repo, `${dir}${kind}.${ext}`), c).slice(repo.length + 1));
+        for (const dir of ['', 'sub/'])
+          names.push(write(path.join(repo, `${dir}${kind}.${ext}`), c).slice(repo.length + 1));
       }
     }
     // ... amid enough plain files that the batch is shared with a second thread.
-    for (let i = 0; i < 520; i++) names.splice((i * 7) % names.length, 0, write(path.join(repo, `p/${i}.${exts[i % 5]}`), `${i}\n`).slice(repo.length + 1));
+    for (let i = 0; i < 520; i++)
+      names.splice(
+        (i * 7) % names.length,
+        0,
+        write(path.join(repo, `p/${i}.${exts[i % 5]}`), `${i}\n`).slice(repo.length + 1),
+      );
     const list = write(path.join(root, 'eol-batch.paths'), names.join('\n') + '\n');
     // More than 512 paths: the second thread takes part; a regular file and a pipe as input.
     await same(['--stdin-paths'], { cwd: repo, stdinFile: list });
     await same(['--stdin-paths'], { cwd: repo, input: names.join('\n') + '\n' });
-    for (const pre of [['-c', 'core.autocrlf=true'], ['-c', 'core.autocrlf=input'], ['-c', 'core.eol=crlf']]) {
+    for (const pre of [
+      ['-c', 'core.autocrlf=true'],
+      ['-c', 'core.autocrlf=input'],
+      ['-c', 'core.eol=crlf'],
+    ]) {
       await same(['--stdin-paths'], { cwd: repo, stdinFile: list, pre });
     }
     const special = names.filter((n) => !n.startsWith('p/'));
     await same(special, { cwd: repo });
     // -w: git's safecrlf warnings for CRLF content and eol=crlf paths come from git itself.
-    await same(['-w', ...special.filter((n) => /^(lf|crlf|mixed)\.(sh|bat|auto)$/.test(n))], { cwd: repo });
+    await same(['-w', ...special.filter((n) => /^(lf|crlf|mixed)\.(sh|bat|auto)$/.test(n))], {
+      cwd: repo,
+    });
     // Text paths (eol=lf, eol=crlf, text) with or without CRs never need git: no delegated run.
     const trace = path.join(root, 'eol-batch.trace');
     const text = names.filter((n) => /\.(sh|bat|txt)$/.test(n) && !n.startsWith('sub/'));
     expect(text.filter((n) => /crlf|mixed|lonecr/.test(n)).length).toBe(9);
-    const r = await run('ours', ['--stdin-paths'], { cwd: repo, input: text.join('\n') + '\n', env: { GIT_TRACE: trace } });
-    expect(r.stdout.toString()).toBe(gitOk(['hash-object', '--stdin-paths'], { cwd: repo, input: text.join('\n') + '\n' }));
+    const r = await run('ours', ['--stdin-paths'], {
+      cwd: repo,
+      input: text.join('\n') + '\n',
+      env: { GIT_TRACE: trace },
+    });
+    expect(r.stdout.toString()).toBe(
+      gitOk(['hash-object', '--stdin-paths'], { cwd: repo, input: text.join('\n') + '\n' }),
+    );
     expect(fs.readFileSync(trace, 'utf8')).not.toMatch(/built-in: git hash-object/);
     // "set" and "unset" spelled as values are strings to git (CRLF kept), which check-attr cannot show.
     write(path.join(repo, 'spelled/.gitattributes'), '*.txt text=set\n*.sh text=unset eol=lf\n');
@@ -476,7 +554,12 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     const trace = path.join(root, 'cr-free.trace');
     const checkAttrRuns = async (o: Partial<RunOpts> = {}): Promise<number> => {
       fs.rmSync(trace, { force: true });
-      await run('ours', ['--stdin-paths'], { cwd: repo, input: list, ...o, env: { ...o.env, GIT_TRACE: trace } });
+      await run('ours', ['--stdin-paths'], {
+        cwd: repo,
+        input: list,
+        ...o,
+        env: { ...o.env, GIT_TRACE: trace },
+      });
       return (fs.readFileSync(trace, 'utf8').match(/built-in: git check-attr/g) ?? []).length;
     };
     // Line endings alone: git is asked about the one path with a CR, not the others.
@@ -496,7 +579,11 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
       await same(['--stdin-paths'], { cwd: repo, input: list });
     }
     write(path.join(repo, '.gitattributes'), '*.dat filter=tr\n');
-    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', 'filter.tr.clean=tr a b'] });
+    await same(['--stdin-paths'], {
+      cwd: repo,
+      input: list,
+      pre: ['-c', 'filter.tr.clean=tr a b'],
+    });
     expect(await checkAttrRuns({ pre: ['-c', 'filter.tr.clean=tr a b'] })).toBe(1);
     // A filter nobody configured changes nothing: only the CR path is asked about.
     expect(await checkAttrRuns()).toBe(1);
@@ -509,7 +596,11 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     await same(['--stdin-paths'], { cwd: repo, input: list });
     fs.rmSync(path.join(repo, '.git/info/attributes'));
     const global = write(path.join(root, 'cr-free.attributes'), 'id.txt ident\n');
-    await same(['--stdin-paths'], { cwd: repo, input: list, pre: ['-c', `core.attributesFile=${global}`] });
+    await same(['--stdin-paths'], {
+      cwd: repo,
+      input: list,
+      pre: ['-c', `core.attributesFile=${global}`],
+    });
   });
 
   it('files on the command line: a batch that asks git about CR content only, and opens a named pipe once', async () => {
@@ -537,12 +628,19 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     // A writer blocked on opening a FIFO is let go by any open: the pipe must be opened once, in order.
     const fifo = path.join(repo, 'fifo');
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
-    const writer = spawnSync('sh', ['-c', `(printf 'piped\\n' > '${fifo}' &) ; exec git repack-ts hash-object b.txt fifo`], {
-      cwd: repo,
-      env: gitEnv({ PATH: pathEnv() }),
-      timeout: 30_000,
-    });
-    expect(writer.stdout.toString()).toBe(gitOk(['hash-object', 'b.txt'], { cwd: repo }) + gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'piped\n' }));
+    const writer = spawnSync(
+      'sh',
+      ['-c', `(printf 'piped\\n' > '${fifo}' &) ; exec git repack-ts hash-object b.txt fifo`],
+      {
+        cwd: repo,
+        env: gitEnv({ PATH: pathEnv() }),
+        timeout: 30_000,
+      },
+    );
+    expect(writer.stdout.toString()).toBe(
+      gitOk(['hash-object', 'b.txt'], { cwd: repo }) +
+        gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'piped\n' }),
+    );
   });
 
   it('attribute reports that could be strings are read both ways', async () => {
@@ -565,7 +663,9 @@ describe('hash-object: content conversion is git’s, never guessed', () => {
     expect(attrsAreIdentity(rep({ filter: 'lfs' }), false, none)).toBe(true);
     expect(attrsAreIdentity(rep({ filter: 'lfs' }), false, (n) => n === 'lfs')).toBe(false);
     expect(attrsAreIdentity(rep({ filter: 'set' }), false, (n) => n === 'set')).toBe(false);
-    expect(attrsAreIdentity(rep({ 'working-tree-encoding': 'unspecified' }), false, none)).toBe(false);
+    expect(attrsAreIdentity(rep({ 'working-tree-encoding': 'unspecified' }), false, none)).toBe(
+      false,
+    );
     expect(attrsAreIdentity(rep({ diff: 'set', merge: 'unset' }), false, none)).toBe(true);
   });
 
@@ -593,43 +693,69 @@ function objectFiles(repo: string, bare = false): Written {
     for (const f of fs.readdirSync(path.join(objects, d))) loose.push(d + f);
   }
   const packDir = path.join(objects, 'pack');
-  const packs = fs.existsSync(packDir) ? fs.readdirSync(packDir).filter((f) => f.endsWith('.pack')) : [];
+  const packs = fs.existsSync(packDir)
+    ? fs.readdirSync(packDir).filter((f) => f.endsWith('.pack'))
+    : [];
   return { loose: loose.sort(), packs: packs.sort() };
 }
 
 describe('hash-object: configuration read without git config when it is plain', () => {
   function gitOutput(gitDir: string | undefined, env: Record<string, string>): Buffer {
     const where = gitDir ? { GIT_DIR: gitDir } : { GIT_CEILING_DIRECTORIES: '/' };
-    return spawnSync('git', ['config', '--list', '-z'], { env: { ...env, ...where }, cwd: gitDir ?? '/' }).stdout;
+    return spawnSync('git', ['config', '--list', '-z'], {
+      env: { ...env, ...where },
+      cwd: gitDir ?? '/',
+    }).stdout;
   }
   const listed = (c: GitConfig | undefined) => c?.keys().map((k) => [k, c.getAll(k)]);
-  const gitList = (gitDir: string | undefined, env: Record<string, string>) => listed(new GitConfig(parseConfigList(gitOutput(gitDir, env))));
+  const gitList = (gitDir: string | undefined, env: Record<string, string>) =>
+    listed(new GitConfig(parseConfigList(gitOutput(gitDir, env))));
   const readPlainConfig = (commonDir: string | undefined, env: Record<string, string>) =>
-    readPlain({ cwd: commonDir ?? '/', repo: commonDir === undefined ? undefined : { gitDir: commonDir, commonDir, worktreeConfig: false }, env });
-  const ours = (commonDir: string | undefined, env: Record<string, string>) => listed(readPlainConfig(commonDir, env));
+    readPlain({
+      cwd: commonDir ?? '/',
+      repo:
+        commonDir === undefined
+          ? undefined
+          : { gitDir: commonDir, commonDir, worktreeConfig: false },
+      env,
+    });
+  const ours = (commonDir: string | undefined, env: Record<string, string>) =>
+    listed(readPlainConfig(commonDir, env));
 
   it('plain files: the same entries as git config --list, in git’s order (global, then the repository)', () => {
     const repo = initRepo('plain-config');
-    const globalFile = write(path.join(root, 'plain-config.global'), [
-      '# comment',
-      '[user]',
-      '\tname =  A  B\tC  ',
-      '[Alias "Sub.Dir"]',
-      '  Lg = log --oneline=x',
-      '[flags]',
-      '\tBare',
-      '\tempty =',
-      '[core]\r',
-      '\tcompression = 3\r',
-      ';other comment',
-      '',
-    ].join('\n'));
-    fs.appendFileSync(path.join(repo, '.git', 'config'), '[core]\n\tlooseCompression = 5\n[flags]\n\tbare = false\n');
+    const globalFile = write(
+      path.join(root, 'plain-config.global'),
+      [
+        '# comment',
+        '[user]',
+        '\tname =  A  B\tC  ',
+        '[Alias "Sub.Dir"]',
+        '  Lg = log --oneline=x',
+        '[flags]',
+        '\tBare',
+        '\tempty =',
+        '[core]\r',
+        '\tcompression = 3\r',
+        ';other comment',
+        '',
+      ].join('\n'),
+    );
+    fs.appendFileSync(
+      path.join(repo, '.git', 'config'),
+      '[core]\n\tlooseCompression = 5\n[flags]\n\tbare = false\n',
+    );
     const env = { ...gitEnv(), GIT_CONFIG_GLOBAL: globalFile, GIT_CONFIG_NOSYSTEM: '1' };
     expect(ours(path.join(repo, '.git'), env)).toEqual(gitList(path.join(repo, '.git'), env));
     // Bare keys (null) and empty values ('') apart, as git prints them.
     const parsed = new Map<string, (string | null)[]>();
-    expect(parsePlainConfig(fs.readFileSync(globalFile, 'utf8') + fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8'), parsed)).toBe(true);
+    expect(
+      parsePlainConfig(
+        fs.readFileSync(globalFile, 'utf8') +
+          fs.readFileSync(path.join(repo, '.git', 'config'), 'utf8'),
+        parsed,
+      ),
+    ).toBe(true);
     expect([...parsed]).toEqual([...parseConfigList(gitOutput(path.join(repo, '.git'), env))]);
     expect(parsed.get('flags.bare')).toEqual([null, 'false']);
     expect(ours(undefined, env)).toEqual(gitList(undefined, env));
@@ -640,7 +766,9 @@ describe('hash-object: configuration read without git config when it is plain', 
     const homeEnv = { ...gitEnv(), HOME: home, GIT_CONFIG_NOSYSTEM: '1' };
     delete (homeEnv as Record<string, string | undefined>).GIT_CONFIG_GLOBAL;
     delete (homeEnv as Record<string, string | undefined>).XDG_CONFIG_HOME;
-    expect(ours(path.join(repo, '.git'), homeEnv)).toEqual(gitList(path.join(repo, '.git'), homeEnv));
+    expect(ours(path.join(repo, '.git'), homeEnv)).toEqual(
+      gitList(path.join(repo, '.git'), homeEnv),
+    );
   });
 
   it('anything else is left to git: quotes, escapes, comments after values, includes, git -c, a system file', () => {
@@ -649,19 +777,34 @@ describe('hash-object: configuration read without git config when it is plain', 
     const cfg = path.join(repo, '.git', 'config');
     const base = fs.readFileSync(cfg, 'utf8');
     expect(ours(path.join(repo, '.git'), env)).toBeDefined();
-    for (const extra of ['[a]\n\tb = "q"\n', '[a]\n\tb = x\\\n y\n', '[a]\n\tb = x # c\n', '[include]\n\tpath = x\n', '[a.B]\n\tc = 1\n', '[a] b = 1\n', '[a "x\\"y"]\n\tb = 1\n', '[a]\n\tb = 1 ; c\n']) {
+    for (const extra of [
+      '[a]\n\tb = "q"\n',
+      '[a]\n\tb = x\\\n y\n',
+      '[a]\n\tb = x # c\n',
+      '[include]\n\tpath = x\n',
+      '[a.B]\n\tc = 1\n',
+      '[a] b = 1\n',
+      '[a "x\\"y"]\n\tb = 1\n',
+      '[a]\n\tb = 1 ; c\n',
+    ]) {
       fs.writeFileSync(cfg, base + extra);
       expect(readPlainConfig(path.join(repo, '.git'), env), extra).toBeUndefined();
     }
     fs.writeFileSync(cfg, 'b = 1\n' + base);
     expect(readPlainConfig(path.join(repo, '.git'), env)).toBeUndefined();
     fs.writeFileSync(cfg, base);
-    expect(readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_PARAMETERS: "'a.b'='1'" })).toBeUndefined();
+    expect(
+      readPlainConfig(path.join(repo, '.git'), { ...env, GIT_CONFIG_PARAMETERS: "'a.b'='1'" }),
+    ).toBeUndefined();
     // Without GIT_CONFIG_SYSTEM the system file is wherever git was built to look (here one of
     // the places it may be, <prefix>/etc/gitconfig of GIT_EXEC_PATH, holds one): git is asked.
     const prefix = path.join(root, 'unplain-prefix');
     write(path.join(prefix, 'etc', 'gitconfig'), '[a]\n\tb = 1\n');
-    const noSystemPath: Record<string, string> = { ...env, GIT_CONFIG_NOSYSTEM: '0', GIT_EXEC_PATH: path.join(prefix, 'libexec', 'git-core') };
+    const noSystemPath: Record<string, string> = {
+      ...env,
+      GIT_CONFIG_NOSYSTEM: '0',
+      GIT_EXEC_PATH: path.join(prefix, 'libexec', 'git-core'),
+    };
     delete noSystemPath.GIT_CONFIG_SYSTEM;
     expect(readPlainConfig(path.join(repo, '.git'), noSystemPath)).toBeUndefined();
     // GIT_CONFIG_SYSTEM names it: read like any other file.
@@ -671,51 +814,65 @@ describe('hash-object: configuration read without git config when it is plain', 
 });
 
 describe('hash-object -w', () => {
-  it.each([['sha1'], ['sha256']] as const)('loose and bulk-checkin objects in a %s repository, as git places them', async (format) => {
-    const ours = initRepo(`w-ours-${format}`, format);
-    const theirs = initRepo(`w-git-${format}`, format);
-    const files = populate(ours);
-    for (const f of files) write(path.join(theirs, f), fs.readFileSync(path.join(ours, f)));
-    // 3 MiB: several deflate blocks, above a 1 MiB bigFileThreshold (a pack) and below the default (loose).
-    const big = randomBytes(3 << 20);
-    write(path.join(ours, 'big.bin'), big);
-    write(path.join(theirs, 'big.bin'), big);
-    const all = [...files, 'big.bin'];
-    const a = await run('ours', ['-w', ...all], { cwd: ours });
-    const b = await run('git', ['-w', ...all], { cwd: theirs });
-    expect(a.stderr).toBe('');
-    expect(a.stdout.toString()).toBe(b.stdout.toString());
-    expect(objectFiles(ours)).toEqual(objectFiles(theirs));
-    const ids = lines(a.stdout.toString());
-    for (let i = 0; i < all.length; i++) {
-      expect(gitOk(['cat-file', '-t', ids[i]!], { cwd: ours }).trim()).toBe('blob');
-      expect(gitOk(['cat-file', '-s', ids[i]!], { cwd: ours }).trim()).toBe(String(fs.statSync(path.join(ours, all[i]!)).size));
-      expect(git(['cat-file', '-p', ids[i]!], { cwd: ours }).stdout.equals(fs.readFileSync(path.join(ours, all[i]!)))).toBe(true);
-    }
-    const loose = path.join(ours, '.git', 'objects', ids[0]!.slice(0, 2), ids[0]!.slice(2));
-    expect(fs.statSync(loose).mode & 0o777).toBe(0o444);
+  it.each([['sha1'], ['sha256']] as const)(
+    'loose and bulk-checkin objects in a %s repository, as git places them',
+    async (format) => {
+      const ours = initRepo(`w-ours-${format}`, format);
+      const theirs = initRepo(`w-git-${format}`, format);
+      const files = populate(ours);
+      for (const f of files) write(path.join(theirs, f), fs.readFileSync(path.join(ours, f)));
+      // 3 MiB: several deflate blocks, above a 1 MiB bigFileThreshold (a pack) and below the default (loose).
+      const big = randomBytes(3 << 20);
+      write(path.join(ours, 'big.bin'), big);
+      write(path.join(theirs, 'big.bin'), big);
+      const all = [...files, 'big.bin'];
+      const a = await run('ours', ['-w', ...all], { cwd: ours });
+      const b = await run('git', ['-w', ...all], { cwd: theirs });
+      expect(a.stderr).toBe('');
+      expect(a.stdout.toString()).toBe(b.stdout.toString());
+      expect(objectFiles(ours)).toEqual(objectFiles(theirs));
+      const ids = lines(a.stdout.toString());
+      for (let i = 0; i < all.length; i++) {
+        expect(gitOk(['cat-file', '-t', ids[i]!], { cwd: ours }).trim()).toBe('blob');
+        expect(gitOk(['cat-file', '-s', ids[i]!], { cwd: ours }).trim()).toBe(
+          String(fs.statSync(path.join(ours, all[i]!)).size),
+        );
+        expect(
+          git(['cat-file', '-p', ids[i]!], { cwd: ours }).stdout.equals(
+            fs.readFileSync(path.join(ours, all[i]!)),
+          ),
+        ).toBe(true);
+      }
+      const loose = path.join(ours, '.git', 'objects', ids[0]!.slice(0, 2), ids[0]!.slice(2));
+      expect(fs.statSync(loose).mode & 0o777).toBe(0o444);
 
-    // Above core.bigFileThreshold: a pack of its own, with an .idx v2; git's -w then finds it.
-    const pre = ['-c', 'core.bigFileThreshold=1m'];
-    const bigId = ids[all.length - 1]!;
-    fs.rmSync(path.join(ours, '.git', 'objects', bigId.slice(0, 2), bigId.slice(2)));
-    const c = await run('ours', ['-w', 'big.bin', 'big.txt'], { cwd: ours, pre });
-    expect(c.stderr).toBe('');
-    expect(lines(c.stdout.toString())).toEqual([ids[all.length - 1], ids[all.indexOf('big.txt')]]);
-    const packs = objectFiles(ours).packs;
-    expect(packs).toHaveLength(1);
-    const pack = path.join(ours, '.git', 'objects', 'pack', packs[0]!);
-    const v = lines(gitOk(['verify-pack', '-v', pack], { cwd: ours }));
-    expect(v[0]).toMatch(new RegExp(`^${ids[all.length - 1]} blob\\s+${big.length} `));
-    expect(fs.statSync(pack).mode & 0o777).toBe(0o444);
-    expect(git(['cat-file', '-p', ids[all.length - 1]!], { cwd: ours }).stdout.equals(big)).toBe(true);
-    // git's own -w now finds the blob in our pack and writes nothing.
-    const d = await run('git', ['-w', 'big.bin'], { cwd: ours, pre });
-    expect(d.status).toBe(0);
-    expect(objectFiles(ours).packs).toEqual(packs);
-    const fsck = git(['fsck', '--strict', '--no-dangling'], { cwd: ours });
-    expect(fsck.status, fsck.stderr).toBe(0);
-  });
+      // Above core.bigFileThreshold: a pack of its own, with an .idx v2; git's -w then finds it.
+      const pre = ['-c', 'core.bigFileThreshold=1m'];
+      const bigId = ids[all.length - 1]!;
+      fs.rmSync(path.join(ours, '.git', 'objects', bigId.slice(0, 2), bigId.slice(2)));
+      const c = await run('ours', ['-w', 'big.bin', 'big.txt'], { cwd: ours, pre });
+      expect(c.stderr).toBe('');
+      expect(lines(c.stdout.toString())).toEqual([
+        ids[all.length - 1],
+        ids[all.indexOf('big.txt')],
+      ]);
+      const packs = objectFiles(ours).packs;
+      expect(packs).toHaveLength(1);
+      const pack = path.join(ours, '.git', 'objects', 'pack', packs[0]!);
+      const v = lines(gitOk(['verify-pack', '-v', pack], { cwd: ours }));
+      expect(v[0]).toMatch(new RegExp(`^${ids[all.length - 1]} blob\\s+${big.length} `));
+      expect(fs.statSync(pack).mode & 0o777).toBe(0o444);
+      expect(git(['cat-file', '-p', ids[all.length - 1]!], { cwd: ours }).stdout.equals(big)).toBe(
+        true,
+      );
+      // git's own -w now finds the blob in our pack and writes nothing.
+      const d = await run('git', ['-w', 'big.bin'], { cwd: ours, pre });
+      expect(d.status).toBe(0);
+      expect(objectFiles(ours).packs).toEqual(packs);
+      const fsck = git(['fsck', '--strict', '--no-dangling'], { cwd: ours });
+      expect(fsck.status, fsck.stderr).toBe(0);
+    },
+  );
 
   it('an object that exists is not rewritten (loose: freshened; packed: left alone)', async () => {
     const repo = initRepo('w-exists');
@@ -749,7 +906,12 @@ describe('hash-object -w', () => {
       write(path.join(repo, 'big'), big);
       write(path.join(repo, 'commit.txt'), COMMIT);
     }
-    const cases: string[][] = [['--stdin'], ['--literally', '-t', 'weird', 'big'], ['-t', 'commit', 'commit.txt'], ['--literally', 'big']];
+    const cases: string[][] = [
+      ['--stdin'],
+      ['--literally', '-t', 'weird', 'big'],
+      ['-t', 'commit', 'commit.txt'],
+      ['--literally', 'big'],
+    ];
     for (const args of cases) {
       const a = await run('ours', ['-w', ...args], { cwd: ours, pre, input: big });
       const b = await run('git', ['-w', ...args], { cwd: theirs, pre, input: big });
@@ -758,8 +920,12 @@ describe('hash-object -w', () => {
     }
     expect(objectFiles(ours)).toEqual(objectFiles(theirs));
     expect(objectFiles(ours).packs).toEqual([]);
-    const weird = lines((await run('git', ['--literally', '-t', 'weird', 'big'], { cwd: ours })).stdout.toString())[0]!;
-    const raw = inflateSync(fs.readFileSync(path.join(ours, '.git', 'objects', weird.slice(0, 2), weird.slice(2))));
+    const weird = lines(
+      (await run('git', ['--literally', '-t', 'weird', 'big'], { cwd: ours })).stdout.toString(),
+    )[0]!;
+    const raw = inflateSync(
+      fs.readFileSync(path.join(ours, '.git', 'objects', weird.slice(0, 2), weird.slice(2))),
+    );
     expect(raw.subarray(0, raw.indexOf(0)).toString()).toBe(`weird ${big.length}`);
   });
 
@@ -767,7 +933,11 @@ describe('hash-object -w', () => {
     const repo = initRepo('w-config');
     const text = Buffer.from('compressible text\n'.repeat(200_000));
     write(path.join(repo, 'text'), text);
-    const id = (await run('ours', ['-w', 'text'], { cwd: repo, pre: ['-c', 'core.looseCompression=0'] })).stdout.toString().trim();
+    const id = (
+      await run('ours', ['-w', 'text'], { cwd: repo, pre: ['-c', 'core.looseCompression=0'] })
+    ).stdout
+      .toString()
+      .trim();
     const file = path.join(repo, '.git', 'objects', id.slice(0, 2), id.slice(2));
     const stored = fs.statSync(file).size;
     expect(stored).toBeGreaterThan(text.length);
@@ -777,9 +947,14 @@ describe('hash-object -w', () => {
     expect(fs.statSync(file).size).toBeLessThan(text.length / 50);
     expect(fs.readFileSync(file).subarray(0, 2)).toEqual(zlibHeader(9));
     fs.rmSync(file, { force: true });
-    await run('ours', ['-w', 'text'], { cwd: repo, pre: ['-c', 'core.bigFileThreshold=1k', '-c', 'pack.compression=0'] });
+    await run('ours', ['-w', 'text'], {
+      cwd: repo,
+      pre: ['-c', 'core.bigFileThreshold=1k', '-c', 'pack.compression=0'],
+    });
     const pack = objectFiles(repo).packs[0]!;
-    expect(fs.statSync(path.join(repo, '.git', 'objects', 'pack', pack)).size).toBeGreaterThan(text.length);
+    expect(fs.statSync(path.join(repo, '.git', 'objects', 'pack', pack)).size).toBeGreaterThan(
+      text.length,
+    );
 
     // core.sharedRepository: the same modes as git's on the new fan-out directory and file.
     const ours = initRepo('w-shared-ours');
@@ -790,15 +965,22 @@ describe('hash-object -w', () => {
     }
     const sid = (await run('ours', ['-w', 'f'], { cwd: ours })).stdout.toString().trim();
     await run('git', ['-w', 'f'], { cwd: theirs });
-    const mode = (r: string, rel: string) => fs.statSync(path.join(r, '.git', 'objects', rel)).mode & 0o7777;
+    const mode = (r: string, rel: string) =>
+      fs.statSync(path.join(r, '.git', 'objects', rel)).mode & 0o7777;
     expect(mode(ours, sid.slice(0, 2))).toBe(mode(theirs, sid.slice(0, 2)));
-    expect(mode(ours, `${sid.slice(0, 2)}/${sid.slice(2)}`)).toBe(mode(theirs, `${sid.slice(0, 2)}/${sid.slice(2)}`));
+    expect(mode(ours, `${sid.slice(0, 2)}/${sid.slice(2)}`)).toBe(
+      mode(theirs, `${sid.slice(0, 2)}/${sid.slice(2)}`),
+    );
   });
 
   it('conversion with -w: git writes the converted object', async () => {
     const repo = initRepo('w-convert');
     write(path.join(repo, 'crlf.txt'), 'a\r\nb\r\n');
-    const id = (await run('ours', ['-w', 'crlf.txt'], { cwd: repo, pre: ['-c', 'core.autocrlf=true'] })).stdout.toString().trim();
+    const id = (
+      await run('ours', ['-w', 'crlf.txt'], { cwd: repo, pre: ['-c', 'core.autocrlf=true'] })
+    ).stdout
+      .toString()
+      .trim();
     expect(id).toBe(gitOk(['hash-object', '--stdin'], { cwd: repo, input: 'a\nb\n' }).trim());
     expect(gitOk(['cat-file', '-p', id], { cwd: repo })).toBe('a\nb\n');
   });
@@ -826,17 +1008,22 @@ describe('hash-object -w: durability as git 2.39 configures it', () => {
       ['objects,-loose-object', true],
     ];
     for (const [v, want] of table) expect(loose(v), v).toBe(want);
-    const cfg = (entries: Record<string, string>) => new GitConfig(new Map(Object.entries(entries).map(([k, v]) => [k, [v]])));
+    const cfg = (entries: Record<string, string>) =>
+      new GitConfig(new Map(Object.entries(entries).map(([k, v]) => [k, [v]])));
     expect(fsyncLooseObjects(cfg({}))).toBe(false);
     expect(fsyncLooseObjects(cfg({ 'core.fsyncobjectfiles': 'true' }))).toBe(true);
     expect(fsyncLooseObjects(cfg({ 'core.fsync': 'objects' }))).toBe(true);
     expect(fsyncLooseObjects(cfg({ 'core.fsync': 'pack' }))).toBe(false);
   });
 
-  it('with and without fsync the objects are git\'s', async () => {
+  it("with and without fsync the objects are git's", async () => {
     const repo = initRepo('w-fsync');
     write(path.join(repo, 'a.txt'), 'text\n'.repeat(300_000));
-    for (const pre of [[], ['-c', 'core.fsync=loose-object'], ['-c', 'core.fsyncObjectFiles=true']]) {
+    for (const pre of [
+      [],
+      ['-c', 'core.fsync=loose-object'],
+      ['-c', 'core.fsyncObjectFiles=true'],
+    ]) {
       fs.rmSync(path.join(repo, '.git', 'objects'), { recursive: true, force: true });
       fs.mkdirSync(path.join(repo, '.git', 'objects', 'pack'), { recursive: true });
       const r = await run('ours', ['-w', 'a.txt'], { cwd: repo, pre, subprocess: true });
@@ -866,10 +1053,14 @@ describe('hash-object: large files', () => {
     const timeBin = fs.existsSync('/usr/bin/time') ? '/usr/bin/time' : undefined;
     const rssFile = path.join(root, 'sparse.rss');
     const argv = [BIN, 'hash-object', file];
-    const r = spawnSync(timeBin ?? process.execPath, timeBin ? ['-f', '%M', '-o', rssFile, process.execPath, ...argv] : argv, {
-      cwd: repo,
-      env: gitEnv(),
-    });
+    const r = spawnSync(
+      timeBin ?? process.execPath,
+      timeBin ? ['-f', '%M', '-o', rssFile, process.execPath, ...argv] : argv,
+      {
+        cwd: repo,
+        env: gitEnv(),
+      },
+    );
     expect(r.stderr.toString()).toBe('');
     // Computed independently when this test was written, and agreed on by both
     // `git -c core.bigFileThreshold=8g hash-object` and `(printf 'blob %d\0' N; cat f) | sha1sum`:
@@ -911,11 +1102,21 @@ describe('hashObject (library)', () => {
   it('streams with a known size, buffers without, and checks the size', async () => {
     const content = randomBytes(300_000);
     const want = gitOk(['hash-object', '--stdin'], { cwd: root, input: content }).trim();
-    const chunks = [content.subarray(0, 1), content.subarray(1, 100_000), content.subarray(100_000)];
-    expect((await hashObject(Readable.from(chunks), 'blob', { size: content.length })).toString('hex')).toBe(want);
+    const chunks = [
+      content.subarray(0, 1),
+      content.subarray(1, 100_000),
+      content.subarray(100_000),
+    ];
+    expect(
+      (await hashObject(Readable.from(chunks), 'blob', { size: content.length })).toString('hex'),
+    ).toBe(want);
     expect((await hashObject(chunks, 'blob')).toString('hex')).toBe(want);
-    await expect(hashObject(chunks, 'blob', { size: content.length + 1 })).rejects.toThrow(ContentSizeError);
-    await expect(hashObject(chunks, 'blob', { size: content.length - 1 })).rejects.toThrow(ContentSizeError);
+    await expect(hashObject(chunks, 'blob', { size: content.length + 1 })).rejects.toThrow(
+      ContentSizeError,
+    );
+    await expect(hashObject(chunks, 'blob', { size: content.length - 1 })).rejects.toThrow(
+      ContentSizeError,
+    );
     const sha256 = gitOk(['hash-object', '--stdin'], {
       cwd: initRepo('lib-sha256', 'sha256'),
       input: content,
@@ -945,9 +1146,18 @@ describe('parallel deflate (pigz-style, one zlib stream)', () => {
   ])('level %i with %i jobs in flight inflates back to the input', async (level, concurrency) => {
     const block = 1 << 20;
     const text = Buffer.from('some text that repeats itself, more or less\n'.repeat(60_000));
-    for (const input of [Buffer.alloc(0), randomBytes(block), Buffer.concat([randomBytes(block + 7), text]), text.subarray(0, 3 * block)]) {
+    for (const input of [
+      Buffer.alloc(0),
+      randomBytes(block),
+      Buffer.concat([randomBytes(block + 7), text]),
+      text.subarray(0, 3 * block),
+    ]) {
       const out: Buffer[] = [];
-      const pd = new ParallelDeflate({ level, concurrency, onOutput: (p) => out.push(Buffer.from(p)) });
+      const pd = new ParallelDeflate({
+        level,
+        concurrency,
+        onOutput: (p) => out.push(Buffer.from(p)),
+      });
       let pos = 0;
       do {
         const n = Math.min(block, input.length - pos);

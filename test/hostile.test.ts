@@ -20,7 +20,19 @@ import { digestDiff, LONG, record, scaled, treeDigest } from './helpers/faults.j
 import { fsckStrict, git, objectSet } from './helpers/git.js';
 import { hostileCorpus, type Variant } from './helpers/hostile.js';
 import { inProcess, pinProcessEnv, tryVariant, viaCli, type Run } from './helpers/hostile-run.js';
-import { HOSTILE_ARGS, makeZombie, objectsOf, packModes, packsOf, runGit, runTool, sandbox, snapshot, soundAfter, twin } from './helpers/hostile-repo.js';
+import {
+  HOSTILE_ARGS,
+  makeZombie,
+  objectsOf,
+  packModes,
+  packsOf,
+  runGit,
+  runTool,
+  sandbox,
+  snapshot,
+  soundAfter,
+  twin,
+} from './helpers/hostile-repo.js';
 
 pinProcessEnv();
 
@@ -29,7 +41,8 @@ const pristineSet = new Map<FixtureName, string[]>();
 
 beforeAll(() => {
   corpus = hostileCorpus();
-  for (const v of corpus) if (!pristineSet.has(v.fixture)) pristineSet.set(v.fixture, objectSet(fixturePath(v.fixture)));
+  for (const v of corpus)
+    if (!pristineSet.has(v.fixture)) pristineSet.set(v.fixture, objectSet(fixturePath(v.fixture)));
 });
 
 /** The suite's in-process sample: every forged variant, each region of each fixture once, basic's every third. */
@@ -54,7 +67,11 @@ const CLI_SAMPLE = [
   /^basic zlib data: the largest whole entry .*middle byte/,
 ];
 
-async function runCorpus(label: string, vs: Variant[], run: (args: string[], cwd: string) => Run | Promise<Run>): Promise<void> {
+async function runCorpus(
+  label: string,
+  vs: Variant[],
+  run: (args: string[], cwd: string) => Run | Promise<Run>,
+): Promise<void> {
   const problems: string[] = [];
   const outcomes = { detected: 0, fsck: 0, repaired: 0, accepted: 0 };
   let handled = 0;
@@ -71,29 +88,67 @@ async function runCorpus(label: string, vs: Variant[], run: (args: string[], cwd
   slow.sort((a, b) => b[0] - a[0]);
   record(`damaged inputs (${label})`, vs.length, handled, [
     `${outcomes.detected} refused by our checks, ${outcomes.fsck} refused by the git fsck safety net, ${outcomes.repaired} repaired by the rewrite with nothing lost, ${outcomes.accepted} sound controls accepted`,
-    `slowest: ${slow.slice(0, 3).map(([ms, n]) => `${n} ${ms} ms`).join('; ')}`,
+    `slowest: ${slow
+      .slice(0, 3)
+      .map(([ms, n]) => `${n} ${ms} ms`)
+      .join('; ')}`,
     ...(rss[0] > 0 ? [`largest peak RSS ${(rss[0] / 1024).toFixed(0)} MiB (${rss[1]})`] : []),
   ]);
-  if (process.env.REPACK_TS_HOSTILE_LOG) fs.writeFileSync(process.env.REPACK_TS_HOSTILE_LOG, problems.join('\n') + '\n' + slow.map(([ms, n]) => `${ms} ${n}`).join('\n'));
+  if (process.env.REPACK_TS_HOSTILE_LOG)
+    fs.writeFileSync(
+      process.env.REPACK_TS_HOSTILE_LOG,
+      problems.join('\n') + '\n' + slow.map(([ms, n]) => `${ms} ${n}`).join('\n'),
+    );
   expect(problems).toEqual([]);
 }
 
 describe('hostile packs, indexes and reverse indexes', () => {
   it('the corpus covers every region', () => {
     const regions = new Set(corpus.map((v) => v.region));
-    for (const r of ['pack header', 'entry header', 'zlib data', 'delta data', 'trailer', 'truncation', 'idx header', 'idx fanout', 'idx ids', 'idx crc', 'idx offsets', 'idx 64-bit offsets', 'idx trailer', 'rev', 'declared size', 'delta', 'delta base', 'delta chain']) {
+    for (const r of [
+      'pack header',
+      'entry header',
+      'zlib data',
+      'delta data',
+      'trailer',
+      'truncation',
+      'idx header',
+      'idx fanout',
+      'idx ids',
+      'idx crc',
+      'idx offsets',
+      'idx 64-bit offsets',
+      'idx trailer',
+      'rev',
+      'declared size',
+      'delta',
+      'delta base',
+      'delta chain',
+    ]) {
       expect(regions.has(r), r).toBe(true);
     }
     expect(corpus.length).toBeGreaterThan(250);
   });
 
-  it('every variant, in-process: clean errors, repository untouched', async () => {
-    await runCorpus('in-process', LONG ? corpus : sample(corpus), inProcess);
-  }, scaled(240_000, 3_600_000));
+  it(
+    'every variant, in-process: clean errors, repository untouched',
+    async () => {
+      await runCorpus('in-process', LONG ? corpus : sample(corpus), inProcess);
+    },
+    scaled(240_000, 3_600_000),
+  );
 
-  it('through the CLI: exit codes, messages, bounded memory and time', async () => {
-    await runCorpus('CLI, peak RSS < 200 MiB, < 30 s', LONG ? corpus : CLI_SAMPLE.map((re) => corpus.find((v) => re.test(v.name))!), viaCli);
-  }, scaled(240_000, 7_200_000));
+  it(
+    'through the CLI: exit codes, messages, bounded memory and time',
+    async () => {
+      await runCorpus(
+        'CLI, peak RSS < 200 MiB, < 30 s',
+        LONG ? corpus : CLI_SAMPLE.map((re) => corpus.find((v) => re.test(v.name))!),
+        viaCli,
+      );
+    },
+    scaled(240_000, 7_200_000),
+  );
 });
 
 /**
@@ -106,7 +161,18 @@ describe('hostile repositories', () => {
   const uid = process.getuid?.() ?? 0;
   const journalFile = (repo: string): string => path.join(objectsOf(repo), 'repack-ts.journal');
   const ours = (pid: number, fields: Record<string, unknown>): string =>
-    JSON.stringify({ version: 2, pid, host: hostname(), uid, nonce: 'ab'.repeat(16), packs: [], installed: [], remove: [], midx: { rewrite: false, bitmap: false }, ...fields });
+    JSON.stringify({
+      version: 2,
+      pid,
+      host: hostname(),
+      uid,
+      nonce: 'ab'.repeat(16),
+      packs: [],
+      installed: [],
+      remove: [],
+      midx: { rewrite: false, bitmap: false },
+      ...fields,
+    });
 
   it('1. a stale or foreign journal: reported and left alone, nothing deleted', () => {
     const sb = sandbox('journal');
@@ -118,7 +184,9 @@ describe('hostile repositories', () => {
     fs.writeFileSync(journalFile(sb.repo), JSON.stringify({ installed: [], remove: [a, b] }));
     const r = runTool(sb.repo);
     expect(r.status).toBe(128);
-    expect(r.stderr).toMatch(/^fatal: .*repack-ts\.journal: not a journal of this version .*left alone and nothing was changed/m);
+    expect(r.stderr).toMatch(
+      /^fatal: .*repack-ts\.journal: not a journal of this version .*left alone and nothing was changed/m,
+    );
     expect(packsOf(sb.repo)).toEqual([a, b].sort());
     expect(fs.existsSync(journalFile(sb.repo))).toBe(true);
     expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
@@ -138,7 +206,10 @@ describe('hostile repositories', () => {
     // are in no installed or kept pack: each is left alone with a warning (the .keep one never
     // removed), and the run goes on.
     fs.writeFileSync(journalFile(sb.repo), ours(999_999_999, { remove: [a, b] }));
-    fs.writeFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), `git-repack-ts 999999999 ${hostname()} ${'ab'.repeat(16)}\n`);
+    fs.writeFileSync(
+      path.join(objectsOf(sb.repo), 'maintenance.lock'),
+      `git-repack-ts 999999999 ${hostname()} ${'ab'.repeat(16)}\n`,
+    );
     const t = runTool(sb.repo);
     expect(t.status, t.stderr).toBe(0);
     expect(t.stderr).toContain(`${a}.pack: `);
@@ -156,15 +227,27 @@ describe('hostile repositories', () => {
     const old = packsOf(sb.repo);
     const k = runTool(sb.repo, HOSTILE_ARGS, { env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
     expect(k.signal).toBe('SIGKILL');
-    const j = JSON.parse(fs.readFileSync(journalFile(sb.repo), 'utf8')) as { pid: number; host: string; uid: number; nonce: string; packs: { name: string; idx: string }[]; installed: string[]; remove: string[] };
+    const j = JSON.parse(fs.readFileSync(journalFile(sb.repo), 'utf8')) as {
+      pid: number;
+      host: string;
+      uid: number;
+      nonce: string;
+      packs: { name: string; idx: string }[];
+      installed: string[];
+      remove: string[];
+    };
     expect(j.host).toBe(hostname());
     expect(j.uid).toBe(uid);
     expect(j.nonce).toMatch(/^[0-9a-f]{32}$/);
-    expect(fs.readFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), 'utf8')).toBe(`git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`);
+    expect(fs.readFileSync(path.join(objectsOf(sb.repo), 'maintenance.lock'), 'utf8')).toBe(
+      `git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`,
+    );
     expect(j.remove.sort()).toEqual(old);
     // The idx checksum the journal recorded is the installed .idx's own trailer (git's, read here).
     const idx = fs.readFileSync(path.join(objectsOf(sb.repo), 'pack', `${j.installed[0]}.idx`));
-    expect(j.packs.find((p) => p.name === j.installed[0])?.idx).toBe(idx.subarray(idx.length - 20).toString('hex'));
+    expect(j.packs.find((p) => p.name === j.installed[0])?.idx).toBe(
+      idx.subarray(idx.length - 20).toString('hex'),
+    );
     // A copy whose installed .idx no longer has the recorded checksum: the old packs stay.
     const tw = twin(sb);
     const tj = JSON.parse(fs.readFileSync(journalFile(tw), 'utf8')) as typeof j;
@@ -172,7 +255,9 @@ describe('hostile repositories', () => {
     fs.writeFileSync(journalFile(tw), JSON.stringify(tj));
     const u = runTool(tw);
     expect(u.status, u.stderr).toBe(0);
-    expect(u.stderr).toMatch(/no longer has the checksums .* recorded; the old packs it lists are left alone/);
+    expect(u.stderr).toMatch(
+      /no longer has the checksums .* recorded; the old packs it lists are left alone/,
+    );
     // The real one: the next run takes the lock over (same nonce) and finishes.
     const r = runTool(sb.repo);
     expect(r.status, r.stderr).toBe(0);
@@ -203,7 +288,10 @@ describe('hostile repositories', () => {
       const want = (fs.statSync(path.join(g, '.git/refs/heads/probe')).mode & 0o777).toString(8);
       fs.writeFileSync(path.join(sb.repo, 'f0.txt'), 'changed\n');
       runGit(sb.repo, ['commit', '-qam', 'more'], { umask });
-      const k = runTool(sb.repo, HOSTILE_ARGS, { umask, env: { GIT_REPACK_TS_FAULT: 'phase:remove' } });
+      const k = runTool(sb.repo, HOSTILE_ARGS, {
+        umask,
+        env: { GIT_REPACK_TS_FAULT: 'phase:remove' },
+      });
       expect(k.signal).toBe('SIGKILL');
       expect((fs.statSync(journalFile(sb.repo)).mode & 0o777).toString(8)).toBe(want);
       expect(packModes(sb.repo)).toEqual(packModes(g));
@@ -263,7 +351,8 @@ describe('hostile repositories', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(r.ms).toBeLessThan(25_000);
     expect(fs.lstatSync(path.join(pd, `pack-${'1'.repeat(40)}.idx`)).isFIFO()).toBe(true);
-    for (const d of ['1', '2']) for (const ext of ['.pack', '.idx']) fs.rmSync(path.join(pd, `pack-${d.repeat(40)}${ext}`));
+    for (const d of ['1', '2'])
+      for (const ext of ['.pack', '.idx']) fs.rmSync(path.join(pd, `pack-${d.repeat(40)}${ext}`));
     fs.rmSync(path.join(sb.repo, '.git', 'gc.pid'));
     expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 90_000);
@@ -285,7 +374,9 @@ describe('hostile repositories', () => {
     const promisors = fs.readdirSync(pd).filter((n) => n.endsWith('.promisor'));
     expect(promisors).toHaveLength(1);
     expect(fs.lstatSync(path.join(pd, promisors[0]!)).isFile()).toBe(true);
-    expect(fs.readFileSync(path.join(pd, promisors[0]!), 'utf8')).toBe(`${'0'.repeat(40)} refs/heads/main\n`);
+    expect(fs.readFileSync(path.join(pd, promisors[0]!), 'utf8')).toBe(
+      `${'0'.repeat(40)} refs/heads/main\n`,
+    );
     expect(soundAfter(sb, s.before, s.outside)).toEqual([]);
   }, 60_000);
 
@@ -353,7 +444,10 @@ describe('hostile repositories', () => {
     if (other !== undefined) fs.chownSync(foreign, other, other);
     // A lock left by a run of ours that is now a zombie: taken over.
     expect(zombie.pid).toBeGreaterThan(0);
-    fs.writeFileSync(path.join(objects, 'maintenance.lock'), `git-repack-ts ${zombie.pid} ${hostname()} ${'cd'.repeat(16)}\n`);
+    fs.writeFileSync(
+      path.join(objects, 'maintenance.lock'),
+      `git-repack-ts ${zombie.pid} ${hostname()} ${'cd'.repeat(16)}\n`,
+    );
     const r = runTool(sb.repo);
     expect(r.status, r.stderr).toBe(0);
     expect(fs.readdirSync(objects).filter((n) => n.startsWith('tmp_'))).toEqual([]);
@@ -372,5 +466,8 @@ function gitOkIn(repo: string, args: string[]): string {
 
 /** The object set seen with an environment (GIT_OBJECT_DIRECTORY). */
 function spawnObjects(repo: string, env: Record<string, string>): string[] {
-  return runGit(repo, ['cat-file', '--batch-all-objects', '--batch-check'], { env }).stdout.split('\n').filter(Boolean).sort();
+  return runGit(repo, ['cat-file', '--batch-all-objects', '--batch-check'], { env })
+    .stdout.split('\n')
+    .filter(Boolean)
+    .sort();
 }

@@ -23,8 +23,17 @@ const BLOB = 32 * MiB;
 const SMALL_THRESHOLD = { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='1m'" };
 
 /** Peak RSS (KiB), exit status and stderr of one command of ours. */
-function measured(args: string[], cwd: string, env: Record<string, string> = {}): { status: number | null; kib: number; stdout: string; stderr: string } {
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...args], { cwd, encoding: 'utf8', env: gitEnv(env), maxBuffer: 1 << 26 });
+function measured(
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): { status: number | null; kib: number; stdout: string; stderr: string } {
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, ...args], {
+    cwd,
+    encoding: 'utf8',
+    env: gitEnv(env),
+    maxBuffer: 1 << 26,
+  });
   const lines = r.stderr.trim().split('\n');
   return { status: r.status, kib: Number(lines.pop()), stdout: r.stdout, stderr: lines.join('\n') };
 }
@@ -53,7 +62,10 @@ describe('an incompressible 32 MiB blob (one 32 MiB pack entry)', () => {
   let dir = '';
   let pack = '';
   beforeAll(() => {
-    dir = packedRepo('rts-large-entry-', { noise: crypto.randomBytes(BLOB) }, ['-c', 'pack.compression=0']);
+    dir = packedRepo('rts-large-entry-', { noise: crypto.randomBytes(BLOB) }, [
+      '-c',
+      'pack.compression=0',
+    ]);
     pack = listPacks(dir)[0]!;
     expect(fs.statSync(pack).size).toBeGreaterThan(BLOB);
   });
@@ -71,8 +83,18 @@ describe('an incompressible 32 MiB blob (one 32 MiB pack entry)', () => {
     expect({ status: w.status, stderr: w.stderr }).toEqual({ status: 0, stderr: '' });
     expect(w.kib).toBeLessThan(75 * 1024);
     // What it read: the blob and the commit and tree, as git sizes them.
-    const sizes = gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'], { cwd: dir }).trim().split('\n').map(Number);
-    expect(JSON.parse(w.stdout)).toMatchObject({ commits: 1, trees: 1, blobs: 1, bytesRead: sizes.reduce((a, b) => a + b, 0) });
+    const sizes = gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'], {
+      cwd: dir,
+    })
+      .trim()
+      .split('\n')
+      .map(Number);
+    expect(JSON.parse(w.stdout)).toMatchObject({
+      commits: 1,
+      trees: 1,
+      blobs: 1,
+      bytesRead: sizes.reduce((a, b) => a + b, 0),
+    });
   }, 60_000);
 
   it('inspect reads the headers only, not the 32 MiB entry', () => {
@@ -88,7 +110,10 @@ describe('an incompressible 32 MiB blob (one 32 MiB pack entry)', () => {
         return read(pos, len, into);
       };
       const census = censusOfPack(p);
-      expect(census.types.find((t) => t.type === 'blob')).toMatchObject({ entries: 1, inflatedBytes: BLOB });
+      expect(census.types.find((t) => t.type === 'blob')).toMatchObject({
+        entries: 1,
+        inflatedBytes: BLOB,
+      });
       // The commit and tree (a chunk from the first entry on), and the blob's head.
       expect(bytes).toBeLessThan(MiB + 4096);
     } finally {
@@ -117,7 +142,12 @@ describe('a base and a delta larger than a chunk (two 5.5 MiB blobs of noise, 4 
   beforeAll(() => {
     // Whichever git takes for the base, the delta has 1.5 MiB of noise to insert.
     const shared = crypto.randomBytes(4 * MiB);
-    const grown = (): Buffer => Buffer.concat([shared.subarray(0, 2 * MiB), crypto.randomBytes(1.5 * MiB), shared.subarray(2 * MiB)]);
+    const grown = (): Buffer =>
+      Buffer.concat([
+        shared.subarray(0, 2 * MiB),
+        crypto.randomBytes(1.5 * MiB),
+        shared.subarray(2 * MiB),
+      ]);
     dir = packedRepo('rts-large-delta-', { a: grown(), b: grown() }, []);
     pack = listPacks(dir)[0]!;
     fields = verifyPackFields(dir, pack);
@@ -149,8 +179,15 @@ describe('a base and a delta larger than a chunk (two 5.5 MiB blobs of noise, 4 
       packedBytes: blobs.reduce((a, f) => a + Number(f[3]), 0),
       inflatedBytes: blobs.reduce((a, f) => a + Number(f[2]), 0),
     });
-    const sizes = gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'], { cwd: dir }).trim().split('\n').map(Number);
-    expect(JSON.parse(tool(['walk', '--read-blobs', '--json'], { cwd: dir }).stdout)).toMatchObject({ blobs: 2, bytesRead: sizes.reduce((a, b) => a + b, 0) });
+    const sizes = gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectsize)'], {
+      cwd: dir,
+    })
+      .trim()
+      .split('\n')
+      .map(Number);
+    expect(JSON.parse(tool(['walk', '--read-blobs', '--json'], { cwd: dir }).stdout)).toMatchObject(
+      { blobs: 2, bytesRead: sizes.reduce((a, b) => a + b, 0) },
+    );
   });
 
   it('a byte flipped past the first MiB of the base is found, and so is one in the delta', () => {
@@ -164,7 +201,9 @@ describe('a base and a delta larger than a chunk (two 5.5 MiB blobs of noise, 4 
       const r = tool(['verify'], { cwd: dir });
       expect(r.status).toBe(1);
       expect(r.stderr).toContain(`CRC32 mismatch for entry (index`);
-      expect(r.stderr).toMatch(new RegExp(`(corrupt object data|hashes to).* at offset ${entry[4]}\n`));
+      expect(r.stderr).toMatch(
+        new RegExp(`(corrupt object data|hashes to).* at offset ${entry[4]}\n`),
+      );
       flipByte(pack, at);
       expect(tool(['verify'], { cwd: dir }).status).toBe(0);
     }

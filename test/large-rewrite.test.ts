@@ -12,7 +12,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
-import { countObjects, dateEnv, fsckStrict, gitEnv, gitOk, gitOkBuffer, listPacks, objectSet, verifyPack, type VerifyPackEntry } from './helpers/git.js';
+import {
+  countObjects,
+  dateEnv,
+  fsckStrict,
+  gitEnv,
+  gitOk,
+  gitOkBuffer,
+  listPacks,
+  objectSet,
+  verifyPack,
+  type VerifyPackEntry,
+} from './helpers/git.js';
 import { entryZlibInfo, flipByte } from './helpers/pack-bytes.js';
 import { leftovers } from './helpers/faults.js';
 import { expectGitIndexes } from './helpers/git-indexes.js';
@@ -54,7 +65,10 @@ function makeRepo(packed: number, loose: number): { dir: string; looseId: string
   run(['-c', 'pack.compression=0', 'repack', '-adq']);
   fs.writeFileSync(file, noise('loose', loose));
   const looseId = run(['-c', 'core.looseCompression=1', 'hash-object', '-w', file]).trim();
-  const tree3 = gitOk(['mktree'], { cwd: dir, input: `100644 blob ${nearId}\tbig.bin\n100644 blob ${looseId}\tloose.bin\n` }).trim();
+  const tree3 = gitOk(['mktree'], {
+    cwd: dir,
+    input: `100644 blob ${nearId}\tbig.bin\n100644 blob ${looseId}\tloose.bin\n`,
+  }).trim();
   const c3 = run(['commit-tree', '-m', 'loose', '-p', c2, tree3], 3).trim();
   run(['update-ref', 'refs/heads/main', c3]);
   fs.rmSync(file);
@@ -72,7 +86,10 @@ function snapshot(dir: string): string[] {
     for (const n of fs.readdirSync(d, { withFileTypes: true })) {
       const p = path.join(d, n.name);
       if (n.isDirectory()) walk(p);
-      else out.push(`${path.relative(dir, p)} ${crypto.createHash('sha1').update(fs.readFileSync(p)).digest('hex')}`);
+      else
+        out.push(
+          `${path.relative(dir, p)} ${crypto.createHash('sha1').update(fs.readFileSync(p)).digest('hex')}`,
+        );
     }
   };
   walk(path.join(dir, 'objects'));
@@ -82,7 +99,10 @@ function snapshot(dir: string): string[] {
 describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, not held', () => {
   let pristine: { dir: string; looseId: string };
   /** The stored blob's entry (git makes the other blob the delta). */
-  const storedEntry = (dir: string, pack: string): VerifyPackEntry => verifyPack(dir, pack).entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 6 * MiB)!;
+  const storedEntry = (dir: string, pack: string): VerifyPackEntry =>
+    verifyPack(dir, pack).entries.find(
+      (e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 6 * MiB,
+    )!;
   beforeAll(() => {
     pristine = makeRepo(6 * MiB, 3 * MiB);
   });
@@ -101,9 +121,14 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
       const oldPack = listPacks(dir)[0]!;
       const old = storedEntry(dir, oldPack);
       const a = fs.readFileSync(oldPack).subarray(old.offset, old.offset + old.sizeInPack);
-      const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
+      const r = tool(['--graph-compression=0'], {
+        cwd: dir,
+        env: { GIT_REPACK_TS_THREADS: threads },
+      });
       expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-      expect(r.stdout).toContain('copied 6, re-encoded 0 (commits 0, trees 0, blobs 0, tags 0), written whole 0, from loose 3');
+      expect(r.stdout).toContain(
+        'copied 6, re-encoded 0 (commits 0, trees 0, blobs 0, tags 0), written whole 0, from loose 3',
+      );
       const packs = listPacks(dir);
       expect(packs).toHaveLength(1);
       const v = verifyPack(dir, packs[0]!);
@@ -119,7 +144,12 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
       // is what zlib gives for it in one piece.
       const lo = v.entries.find((e) => e.oid === pristine.looseId)!;
       const z = deflateSync(noise('loose', 3 * MiB));
-      expect(fs.readFileSync(packs[0]!).subarray(lo.offset + lo.sizeInPack - z.length, lo.offset + lo.sizeInPack).equals(z)).toBe(true);
+      expect(
+        fs
+          .readFileSync(packs[0]!)
+          .subarray(lo.offset + lo.sizeInPack - z.length, lo.offset + lo.sizeInPack)
+          .equals(z),
+      ).toBe(true);
       expect(leftovers(dir)).toEqual([]);
     });
   }
@@ -134,7 +164,12 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
     const pack = listPacks(dir)[0]!;
     const now = verifyPack(dir, pack).entries.find((e) => e.oid === old.oid)!;
     const z = deflateSync(gitOkBuffer(['cat-file', 'blob', old.oid], { cwd: dir }), { level: 1 });
-    expect(fs.readFileSync(pack).subarray(now.offset + now.sizeInPack - z.length, now.offset + now.sizeInPack).equals(z)).toBe(true);
+    expect(
+      fs
+        .readFileSync(pack)
+        .subarray(now.offset + now.sizeInPack - z.length, now.offset + now.sizeInPack)
+        .equals(z),
+    ).toBe(true);
     expect(objectSet(dir)).toEqual(before);
     expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
   });
@@ -147,7 +182,10 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
     const pack = listPacks(dir)[0]!;
     const lo = verifyPack(dir, pack).entries.find((e) => e.oid === pristine.looseId)!;
-    expect(entryZlibInfo(fs.readFileSync(pack), lo.offset, 20)).toEqual({ flevel: 0, stored: true });
+    expect(entryZlibInfo(fs.readFileSync(pack), lo.offset, 20)).toEqual({
+      flevel: 0,
+      stored: true,
+    });
     expect(objectSet(dir)).toEqual(before);
     expect(fsckStrict(dir)).toEqual({ status: 0, output: '' });
   });
@@ -160,9 +198,14 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
       const old = storedEntry(dir, pack);
       flipByte(pack, old.offset + 4 * MiB, 0x55);
       const before = snapshot(dir);
-      const r = tool(['--graph-compression=0'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } });
+      const r = tool(['--graph-compression=0'], {
+        cwd: dir,
+        env: { GIT_REPACK_TS_THREADS: threads },
+      });
       expect(r.status).toBe(128);
-      expect(r.stderr).toBe(`fatal: packed object ${old.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${old.offset} (blob entry)\n`);
+      expect(r.stderr).toBe(
+        `fatal: packed object ${old.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${old.offset} (blob entry)\n`,
+      );
       expect(snapshot(dir)).toEqual(before);
       expect(leftovers(dir)).toEqual([]);
     });
@@ -176,12 +219,19 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
     let before = snapshot(dir);
     let r = tool(['--graph-compression=0'], { cwd: dir });
     expect(r.status).toBe(128);
-    expect(r.stderr).toMatch(new RegExp(`^fatal: loose object ${pristine.looseId} \\(stored in ${file}\\) is corrupt: corrupt loose object \\(zlib: .*\\)\n$`));
+    expect(r.stderr).toMatch(
+      new RegExp(
+        `^fatal: loose object ${pristine.looseId} \\(stored in ${file}\\) is corrupt: corrupt loose object \\(zlib: .*\\)\n$`,
+      ),
+    );
     expect(snapshot(dir)).toEqual(before);
     expect(leftovers(dir)).toEqual([]);
     // The intact object under the id of another (a blob of the same size that is not there).
     fs.rmSync(file, { force: true });
-    const other = gitOk(['hash-object', '--stdin'], { cwd: dir, input: noise('other', 3 * MiB) }).trim();
+    const other = gitOk(['hash-object', '--stdin'], {
+      cwd: dir,
+      input: noise('other', 3 * MiB),
+    }).trim();
     const misplaced = looseFile(dir, other);
     fs.mkdirSync(path.dirname(misplaced), { recursive: true });
     fs.copyFileSync(looseFile(pristine.dir, pristine.looseId), misplaced);
@@ -189,7 +239,9 @@ describe('a 6 MiB stored blob, a delta of it and a 3 MiB loose blob: streamed, n
     r = tool(['--graph-compression=0'], { cwd: dir });
     expect(r.status).toBe(128);
     // (as a loose object held whole was named: the file, offset 0)
-    expect(r.stderr).toBe(`fatal: ${misplaced}: object hashes to ${pristine.looseId}, expected ${other} at offset 0\n`);
+    expect(r.stderr).toBe(
+      `fatal: ${misplaced}: object hashes to ${pristine.looseId}, expected ${other} at offset 0\n`,
+    );
     expect(snapshot(dir)).toEqual(before);
     expect(leftovers(dir)).toEqual([]);
   });
@@ -200,7 +252,11 @@ describe('a 32 MiB packed blob and a 32 MiB loose one', () => {
     const { dir } = makeRepo(32 * MiB, 32 * MiB);
     try {
       const before = objectSet(dir);
-      const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--graph-compression=0', '--no-fsck'], { cwd: dir, encoding: 'utf8', env: gitEnv() });
+      const r = spawnSync(
+        '/usr/bin/time',
+        ['-f', '%M', process.execPath, BIN, '--graph-compression=0', '--no-fsck'],
+        { cwd: dir, encoding: 'utf8', env: gitEnv() },
+      );
       const lines = r.stderr.trim().split('\n');
       const kib = Number(lines.pop());
       expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
@@ -219,21 +275,33 @@ describe('a 32 MiB packed blob and a 32 MiB loose one', () => {
 // so our own peak stays about what it is without the check (left to queue in git's pipe, most of
 // the blob would wait there). Our process's peak alone, from a hook that prints it at exit.
 describe('a 32 MiB loose blob checked by a slow git index-pack', () => {
-  it("waits for git a chunk at a time: our peak is within 16 MiB of the run without the check", () => {
+  it('waits for git a chunk at a time: our peak is within 16 MiB of the run without the check', () => {
     const { dir } = makeRepo(1 << 20, 32 * MiB);
     const bin = `${dir}-bin`;
     onTestFinished(() => {
-      for (const d of [dir, bin, `${dir}-a`, `${dir}-b`]) fs.rmSync(d, { recursive: true, force: true });
+      for (const d of [dir, bin, `${dir}-a`, `${dir}-b`])
+        fs.rmSync(d, { recursive: true, force: true });
     });
     fs.mkdirSync(bin);
     const realGit = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
     const chunk = path.join(bin, 'chunk');
     const slow = `while :; do dd bs=1M count=1 iflag=fullblock status=none > '${chunk}'; [ -s '${chunk}' ] || break; cat '${chunk}'; sleep 0.2; done`;
-    fs.writeFileSync(path.join(bin, 'git'), `#!/bin/sh\ncase " $* " in *" index-pack "*) ${slow} | '${realGit}' "$@"; exit $?;; esac\nexec '${realGit}' "$@"\n`, { mode: 0o755 });
+    fs.writeFileSync(
+      path.join(bin, 'git'),
+      `#!/bin/sh\ncase " $* " in *" index-pack "*) ${slow} | '${realGit}' "$@"; exit $?;; esac\nexec '${realGit}' "$@"\n`,
+      { mode: 0o755 },
+    );
     const hook = path.join(bin, 'peak.mjs');
-    fs.writeFileSync(hook, "import fs from 'node:fs';\nprocess.on('exit', () => fs.writeSync(2, `peak ${process.resourceUsage().maxRSS}\\n`));\n");
+    fs.writeFileSync(
+      hook,
+      "import fs from 'node:fs';\nprocess.on('exit', () => fs.writeSync(2, `peak ${process.resourceUsage().maxRSS}\\n`));\n",
+    );
     const peak = (args: string[], copy: string): number => {
-      const r = spawnSync(process.execPath, [BIN, '--graph-compression=0', '-q', ...args], { cwd: copy, encoding: 'utf8', env: gitEnv({ PATH: `${bin}:${process.env.PATH}`, NODE_OPTIONS: `--import=${hook}` }) });
+      const r = spawnSync(process.execPath, [BIN, '--graph-compression=0', '-q', ...args], {
+        cwd: copy,
+        encoding: 'utf8',
+        env: gitEnv({ PATH: `${bin}:${process.env.PATH}`, NODE_OPTIONS: `--import=${hook}` }),
+      });
       const lines = r.stderr.trim().split('\n');
       const kib = Number(/^peak (\d+)$/.exec(lines.pop() ?? '')?.[1]);
       expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
@@ -257,14 +325,23 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 
   });
   afterAll(() => fs.rmSync(pristine.dir, { recursive: true, force: true }));
   const run = (dir: string, blob: Level): Promise<unknown> =>
-    repack(discoverRepository({ cwd: dir, env: {}, euid: process.geteuid!() }), { levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' }, autoFallback: -1, dryRun: false, fsck: 'changed', keepPacks: [], maxHeldEntry: 512 << 10 });
+    repack(discoverRepository({ cwd: dir, env: {}, euid: process.geteuid!() }), {
+      levels: { 1: 0, 2: 0, 3: blob, 4: 'keep' },
+      autoFallback: -1,
+      dryRun: false,
+      fsck: 'changed',
+      keepPacks: [],
+      maxHeldEntry: 512 << 10,
+    });
 
   it('an entry to re-encode over it is refused before anything is written: fatal, 128, nothing changed', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-large-rewrite-'));
     fs.cpSync(pristine.dir, dir, { recursive: true });
     try {
       const pack = listPacks(dir)[0]!;
-      const big = verifyPack(dir, pack).entries.find((e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 768 << 10)!;
+      const big = verifyPack(dir, pack).entries.find(
+        (e) => e.type === 'blob' && e.depth === 0 && e.sizeInPack > 768 << 10,
+      )!;
       const before = snapshot(dir);
       const e = await run(dir, 9).then(
         () => undefined,
@@ -272,10 +349,21 @@ describe('the bound on an entry held whole (MAX_HELD_ENTRY, lowered here to 512 
       );
       expect(e).toBeInstanceOf(GitError);
       const said: string[] = [];
-      const code = reportError({ out: () => undefined, err: (t) => void said.push(t), stderrIsTty: false, env: {}, cwd: dir }, e);
+      const code = reportError(
+        {
+          out: () => undefined,
+          err: (t) => void said.push(t),
+          stderrIsTty: false,
+          env: {},
+          cwd: dir,
+        },
+        e,
+      );
       expect({ code, said }).toEqual({
         code: 128,
-        said: [`fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${512 << 10} bytes\n`],
+        said: [
+          `fatal: ${pack}: object ${big.oid} at offset ${big.offset} takes ${big.sizeInPack} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${512 << 10} bytes\n`,
+        ],
       });
       expect(snapshot(dir)).toEqual(before);
       expect(leftovers(dir)).toEqual([]);
@@ -313,7 +401,10 @@ describe('zstd-import of a 64 MiB blob of zeros (a frame of a few KiB) and a 3 M
       fs.writeFileSync(file, noise('plain', 3 * MiB));
       const plain = run(['hash-object', '-w', file]).trim();
       fs.rmSync(file);
-      const tree = gitOk(['mktree'], { cwd: src, input: `100644 blob ${zeros}\tzeros.bin\n100644 blob ${plain}\tplain.bin\n` }).trim();
+      const tree = gitOk(['mktree'], {
+        cwd: src,
+        input: `100644 blob ${zeros}\tzeros.bin\n100644 blob ${plain}\tplain.bin\n`,
+      }).trim();
       run(['update-ref', 'refs/heads/main', run(['commit-tree', '-m', 'big', tree]).trim()]);
       run(['repack', '-adq']);
       const zpack = path.join(os.tmpdir(), `rts-large-${path.basename(src)}.zpack`);
@@ -321,7 +412,11 @@ describe('zstd-import of a 64 MiB blob of zeros (a frame of a few KiB) and a 3 M
         expect(tool(['--zstd', '-q', '-o', zpack], { cwd: src }).status).toBe(0);
         expect(fs.statSync(zpack).size).toBeLessThan(4 * MiB);
         run(['init', '-q', '--bare', '.'], target);
-        const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'zstd-import', '-q', '--no-fsck', zpack], { cwd: target, encoding: 'utf8', env: gitEnv() });
+        const r = spawnSync(
+          '/usr/bin/time',
+          ['-f', '%M', process.execPath, BIN, 'zstd-import', '-q', '--no-fsck', zpack],
+          { cwd: target, encoding: 'utf8', env: gitEnv() },
+        );
         const lines = r.stderr.trim().split('\n');
         const kib = Number(lines.pop());
         expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
@@ -365,9 +460,21 @@ describe('a worker thread and this one sharing the re-encoding (--no-fsck), from
     onTestFinished(() => [a, b].forEach((d) => fs.rmSync(d, { recursive: true, force: true })));
     const before = objectSet(a);
     expect(before.length).toBe(9000);
-    const ra = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: a, env: { GIT_REPACK_TS_THREADS: '0' } }).stdout);
-    const rb = JSON.parse(tool(['--json', '--graph-compression=0', '--no-fsck'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '1' } }).stdout);
-    expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
+    const ra = JSON.parse(
+      tool(['--json', '--graph-compression=0', '--no-fsck'], {
+        cwd: a,
+        env: { GIT_REPACK_TS_THREADS: '0' },
+      }).stdout,
+    );
+    const rb = JSON.parse(
+      tool(['--json', '--graph-compression=0', '--no-fsck'], {
+        cwd: b,
+        env: { GIT_REPACK_TS_THREADS: '1' },
+      }).stdout,
+    );
+    expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(
+      ra.partitions.map((p: { newPack: string }) => p.newPack),
+    );
     expect(objectSet(b)).toEqual(before);
     expect(fsckStrict(b)).toEqual({ status: 0, output: '' });
     for (const pack of listPacks(b)) expectGitIndexes(b, pack);
@@ -375,9 +482,16 @@ describe('a worker thread and this one sharing the re-encoding (--no-fsck), from
     // re-encoded again, in mixed batches again.
     type Part = { newPack: string; stats: { reencoded: { commit: number; tree: number } } };
     const again = (dir: string, threads: string): Part[] =>
-      JSON.parse(tool(['--json', '--graph-compression=9', '--no-fsck'], { cwd: dir, env: { GIT_REPACK_TS_THREADS: threads } }).stdout).partitions;
+      JSON.parse(
+        tool(['--json', '--graph-compression=9', '--no-fsck'], {
+          cwd: dir,
+          env: { GIT_REPACK_TS_THREADS: threads },
+        }).stdout,
+      ).partitions;
     const [pa, pb] = [again(a, '0'), again(b, '1')];
-    expect(pb.map((p) => p.stats.reencoded)).toEqual([expect.objectContaining({ commit: 3000, tree: 3000 })]);
+    expect(pb.map((p) => p.stats.reencoded)).toEqual([
+      expect.objectContaining({ commit: 3000, tree: 3000 }),
+    ]);
     expect(pb.map((p) => p.newPack)).toEqual(pa.map((p) => p.newPack));
     expect(pb[0]!.newPack).not.toBe(rb.partitions[0].newPack);
     expect(objectSet(b)).toEqual(before);

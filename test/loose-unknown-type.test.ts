@@ -26,12 +26,19 @@ function repoWithUnknownType(dir: string): { id: string; file: string } {
     r.commit(`commit ${c}`);
     if (c === 2) r.repack(['-a', '-d']);
   }
-  const id = r.git(['hash-object', '-t', 'foo', '--literally', '-w', '--stdin'], { input: 'not a git type\n' }).trim();
+  const id = r
+    .git(['hash-object', '-t', 'foo', '--literally', '-w', '--stdin'], {
+      input: 'not a git type\n',
+    })
+    .trim();
   return { id, file: path.join(gitDirOf(dir), 'objects', id.slice(0, 2), id.slice(2)) };
 }
 
 /** git's object set and fsck of everything but the file, which is put back as it was. */
-function withoutIt(repo: string, file: string): { objects: string[]; fsck: { status: number; output: string } } {
+function withoutIt(
+  repo: string,
+  file: string,
+): { objects: string[]; fsck: { status: number; output: string } } {
   const aside = path.join(path.dirname(path.dirname(file)), 'aside');
   fs.renameSync(file, aside);
   try {
@@ -53,11 +60,18 @@ function looseFiles(repo: string): string[] {
 
 /** inspect, verify and walk read the repository (whose loose objects they count or do not read). */
 function expectReadable(repo: string): void {
-  expect(JSON.parse(toolOk(['inspect', '--json'], { cwd: repo })).loose).toBe(countObjects(repo).count);
+  expect(JSON.parse(toolOk(['inspect', '--json'], { cwd: repo })).loose).toBe(
+    countObjects(repo).count,
+  );
   expect(JSON.parse(toolOk(['verify', '--json'], { cwd: repo })).ok).toBe(true);
-  const listed = gitOk(['rev-list', '--objects', '--all'], { cwd: repo }).split('\n').filter(Boolean).length;
+  const listed = gitOk(['rev-list', '--objects', '--all'], { cwd: repo })
+    .split('\n')
+    .filter(Boolean).length;
   const w = JSON.parse(toolOk(['walk', '--json'], { cwd: repo }));
-  expect({ named: w.commits + w.trees + w.blobs + w.tags, missing: w.missing }).toEqual({ named: listed, missing: 0 });
+  expect({ named: w.commits + w.trees + w.blobs + w.tags, missing: w.missing }).toEqual({
+    named: listed,
+    missing: 0,
+  });
 }
 
 describe('a loose object of a type no pack can hold', () => {
@@ -78,7 +92,9 @@ describe('a loose object of a type no pack can hold', () => {
       const r = tool(['--json', '--graph-compression=0'], { cwd: repo });
       expect(r.status).toBe(0);
       expect(JSON.parse(r.stdout).looseLeft).toEqual([file]);
-      expect(r.stderr).toContain(`warning: ${file}: loose object of unknown type 'foo' left as it is (no pack can hold it)\n`);
+      expect(r.stderr).toContain(
+        `warning: ${file}: loose object of unknown type 'foo' left as it is (no pack can hold it)\n`,
+      );
       expect(fs.readFileSync(file).equals(bytes)).toBe(true);
       expect(gitOk(['cat-file', '-t', '--allow-unknown-type', id], { cwd: repo })).toBe('foo\n');
       expect(looseFiles(repo)).toEqual(looseFiles(copy));
@@ -86,5 +102,4 @@ describe('a loose object of a type no pack can hold', () => {
       expectReadable(repo);
     }
   });
-
 });

@@ -24,7 +24,15 @@ function makeRepo(commits: number, opts: { bare?: boolean } = {}): string {
   const top = fs.mkdtempSync(path.join(os.tmpdir(), 'git-repack-ts-maint-'));
   dirs.push(top);
   const repo = path.join(top, 'repo');
-  gitOk(['-c', 'init.defaultBranch=main', 'init', '-q', '--template=', ...(opts.bare ? ['--bare'] : []), repo]);
+  gitOk([
+    '-c',
+    'init.defaultBranch=main',
+    'init',
+    '-q',
+    '--template=',
+    ...(opts.bare ? ['--bare'] : []),
+    repo,
+  ]);
   gitOk(['config', 'gc.auto', '0'], { cwd: repo });
   gitOk(['config', 'maintenance.auto', 'false'], { cwd: repo });
   addCommits(repo, commits, 0);
@@ -38,25 +46,43 @@ function makeRepo(commits: number, opts: { bare?: boolean } = {}): string {
  * `from`: each changes three of twelve files, so trees and blobs delta against earlier ones.
  */
 function addCommits(repo: string, n: number, from: number, where: 'pack' | 'loose' = 'pack'): void {
-  const parent = spawnSync('git', ['rev-parse', '-q', '--verify', 'refs/heads/main'], { cwd: repo, env: gitEnv(), encoding: 'utf8' }).stdout.trim();
+  const parent = spawnSync('git', ['rev-parse', '-q', '--verify', 'refs/heads/main'], {
+    cwd: repo,
+    env: gitEnv(),
+    encoding: 'utf8',
+  }).stdout.trim();
   const out: string[] = ['reset refs/heads/main', ...(parent ? [`from ${parent}`] : [])];
   for (let i = from; i < from + n; i++) {
-    out.push('commit refs/heads/main', `committer C <c@example.com> ${1_700_000_000 + i * 60} +0000`);
+    out.push(
+      'commit refs/heads/main',
+      `committer C <c@example.com> ${1_700_000_000 + i * 60} +0000`,
+    );
     const msg = `commit ${i}\n`;
     out.push(`data ${Buffer.byteLength(msg)}`, msg.slice(0, -1));
     for (let f = 0; f < 3; f++) {
       const body = `file ${(i * 3 + f) % 12} at commit ${i}\n${'line of text that repeats\n'.repeat(20 + (i % 7))}`;
-      out.push(`M 100644 inline dir${(i + f) % 4}/file${(i * 3 + f) % 12}.txt`, `data ${Buffer.byteLength(body)}`, body);
+      out.push(
+        `M 100644 inline dir${(i + f) % 4}/file${(i * 3 + f) % 12}.txt`,
+        `data ${Buffer.byteLength(body)}`,
+        body,
+      );
     }
     out.push('');
   }
   // fastimport.unpackLimit: loose objects, as commits made one by one leave them, or always a pack.
-  gitOk(['-c', `fastimport.unpackLimit=${where === 'loose' ? 1 << 30 : 0}`, 'fast-import', '--quiet'], { cwd: repo, input: out.join('\n') + '\n' });
+  gitOk(
+    ['-c', `fastimport.unpackLimit=${where === 'loose' ? 1 << 30 : 0}`, 'fast-import', '--quiet'],
+    { cwd: repo, input: out.join('\n') + '\n' },
+  );
 }
 
 /** Every pack git sees: each `*.pack` with its `*.idx` in objects/pack (prepare_packed_git_one), whatever its name. */
 function allPacks(repo: string): string[] {
-  const dir = path.join(gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim(), 'objects', 'pack');
+  const dir = path.join(
+    gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim(),
+    'objects',
+    'pack',
+  );
   const names = fs.existsSync(dir) ? fs.readdirSync(dir) : [];
   return names
     .filter((n) => n.endsWith('.pack') && names.includes(n.slice(0, -5) + '.idx'))
@@ -66,7 +92,12 @@ function allPacks(repo: string): string[] {
 
 /** Each pack file's inode and mtime: what a run that leaves a pack as it is must not change. */
 function packStat(repo: string): Map<string, string> {
-  return new Map(allPacks(repo).map((p) => [path.basename(p), `${fs.statSync(p).ino}:${fs.statSync(p).mtimeMs}`]));
+  return new Map(
+    allPacks(repo).map((p) => [
+      path.basename(p),
+      `${fs.statSync(p).ino}:${fs.statSync(p).mtimeMs}`,
+    ]),
+  );
 }
 
 /** Every commit and tree entry of every pack is stored (level 0): git's offsets, zlib's header. */
@@ -75,7 +106,11 @@ function expectGraphStored(repo: string): void {
     const bytes = fs.readFileSync(pack);
     for (const e of verifyPack(repo, pack).entries) {
       if (e.type !== 'commit' && e.type !== 'tree') continue;
-      expect({ id: e.oid, ...entryZlibInfo(bytes, e.offset, 20) }).toEqual({ id: e.oid, flevel: 0, stored: true });
+      expect({ id: e.oid, ...entryZlibInfo(bytes, e.offset, 20) }).toEqual({
+        id: e.oid,
+        flevel: 0,
+        stored: true,
+      });
     }
   }
 }
@@ -88,10 +123,28 @@ function expectIntact(repo: string, before: string[]): void {
 }
 
 /** The bytes a run of the CLI read from each file (strace: open, read, pread64, close), its exit status and stdout. */
-function traced(args: string[], repo: string): { read: Map<string, number>; status: number; stdout: string } {
+function traced(
+  args: string[],
+  repo: string,
+): { read: Map<string, number>; status: number; stdout: string } {
   const trace = path.join(path.dirname(repo), `strace-${Math.random().toString(16).slice(2)}.out`);
-  const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,read,pread64,close', '-o', trace, process.execPath, BIN, ...args], { cwd: repo, env: gitEnv(), encoding: 'utf8' });
-  if (r.error) throw new Error(`strace is needed for this test (apt-get install strace): ${r.error.message}`);
+  const r = spawnSync(
+    'strace',
+    [
+      '-f',
+      '-qq',
+      '-e',
+      'trace=open,openat,read,pread64,close',
+      '-o',
+      trace,
+      process.execPath,
+      BIN,
+      ...args,
+    ],
+    { cwd: repo, env: gitEnv(), encoding: 'utf8' },
+  );
+  if (r.error)
+    throw new Error(`strace is needed for this test (apt-get install strace): ${r.error.message}`);
   const fds = new Map<number, string>();
   const read = new Map<string, number>();
   for (const line of fs.readFileSync(trace, 'utf8').split('\n')) {
@@ -130,7 +183,8 @@ describe('a later run costs what is new', () => {
     // count), never their contents: no index parsed, no entry scanned.
     const packBytes = [...t.read].filter(([f]) => f.endsWith('.pack') || f.endsWith('.idx'));
     expect(packBytes.length).toBe(2 * stat.size);
-    for (const [f, n] of packBytes) expect({ f, small: n <= 8 + 1024 + 32 }).toEqual({ f, small: true });
+    for (const [f, n] of packBytes)
+      expect({ f, small: n <= 8 + 1024 + 32 }).toEqual({ f, small: true });
     expect(packStat(repo)).toEqual(stat);
     expectIntact(repo, before);
   });
@@ -196,7 +250,8 @@ describe('a later run costs what is new', () => {
 });
 
 describe('what the proven-packs file is trusted with', () => {
-  const statePath = (repo: string): string => path.join(repo, '.git', 'objects', 'info', 'repack-ts.proven');
+  const statePath = (repo: string): string =>
+    path.join(repo, '.git', 'objects', 'info', 'repack-ts.proven');
 
   it('a damaged or foreign file is ignored: the packs are read again, nothing is lost', () => {
     const repo = makeRepo(30);
@@ -229,7 +284,14 @@ describe('what the proven-packs file is trusted with', () => {
     const good = fs.readFileSync(statePath(repo), 'utf8');
     const [, line] = good.split('\n');
     const [pack, idx, size] = line!.split(' ');
-    for (const bad of [good.replace(idx!, '0'.repeat(40)), good.replace(` ${size} `, ` ${Number(size) + 1} `), good.replace(pack!, pack!.replace(/^./, (c) => (c === '0' ? '1' : '0')))]) {
+    for (const bad of [
+      good.replace(idx!, '0'.repeat(40)),
+      good.replace(` ${size} `, ` ${Number(size) + 1} `),
+      good.replace(
+        pack!,
+        pack!.replace(/^./, (c) => (c === '0' ? '1' : '0')),
+      ),
+    ]) {
       fs.writeFileSync(statePath(repo), bad);
       const r = JSON.parse(toolOk(['--json'], { cwd: repo }));
       expect(r.provenPacks).toEqual([]);
@@ -250,7 +312,10 @@ describe('what the proven-packs file is trusted with', () => {
     toolOk(['-q'], { cwd: repo });
     expect(fs.existsSync(statePath(repo))).toBe(true);
     const c = countObjects(repo);
-    expect({ garbage: c.garbage, sizeGarbage: c.sizeGarbage }).toEqual({ garbage: 0, sizeGarbage: 0 });
+    expect({ garbage: c.garbage, sizeGarbage: c.sizeGarbage }).toEqual({
+      garbage: 0,
+      sizeGarbage: 0,
+    });
     expect(gitOk(['count-objects', '-v'], { cwd: repo })).not.toMatch(/warning/);
   });
 });
@@ -263,7 +328,11 @@ describe('--auto, as git gc --auto', () => {
     const stat = packStat(repo);
     gitOk(['config', 'repackTs.auto', String(objects + 1)], { cwd: repo });
     const quiet = tool(['--auto'], { cwd: repo });
-    expect({ status: quiet.status, stdout: quiet.stdout, stderr: quiet.stderr }).toEqual({ status: 0, stdout: '', stderr: '' });
+    expect({ status: quiet.status, stdout: quiet.stdout, stderr: quiet.stderr }).toEqual({
+      status: 0,
+      stdout: '',
+      stderr: '',
+    });
     expect(packStat(repo)).toEqual(stat);
     const j = JSON.parse(toolOk(['--auto', '--json'], { cwd: repo }));
     expect(j.auto).toMatchObject({ run: false, pending: objects });
@@ -272,14 +341,20 @@ describe('--auto, as git gc --auto', () => {
     expect(packStat(repo)).toEqual(stat);
     gitOk(['config', 'repackTs.auto', String(objects)], { cwd: repo });
     gitOk(['config', '--unset', 'pack.graphCompression'], { cwd: repo });
-    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({ run: false, reason: 'no zlib level is set' });
+    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({
+      run: false,
+      reason: 'no zlib level is set',
+    });
     gitOk(['config', 'pack.graphCompression', '0'], { cwd: repo });
     const ran = JSON.parse(toolOk(['--auto', '--json'], { cwd: repo }));
     expect(ran.auto).toMatchObject({ run: true, pending: objects });
     expect(ran.partitions).toHaveLength(1);
     expectGraphStored(repo);
     // Once proven, nothing is pending.
-    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({ run: false, pending: 0 });
+    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({
+      run: false,
+      pending: 0,
+    });
     expectIntact(repo, before);
   });
 
@@ -310,7 +385,10 @@ describe('--auto, as git gc --auto', () => {
       gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: `blob ${n}\n` });
     }
     expect(countObjects(repo).count).toBe(5);
-    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({ run: true, pending: 5 });
+    expect(JSON.parse(toolOk(['--auto', '--json'], { cwd: repo })).auto).toMatchObject({
+      run: true,
+      pending: 5,
+    });
     expect(countObjects(repo).count).toBe(0);
   });
 });
@@ -337,14 +415,36 @@ function unstoredGraphIds(repo: string, packs: string[]): { any: number; only: n
 describe("alongside git's own maintenance, the next run costs what git changed", () => {
   const cases: { name: string; setup: (repo: string) => void; run: string[][] }[] = [
     { name: 'git gc', setup: (r) => addCommits(r, 15, 100, 'loose'), run: [['gc', '-q']] },
-    { name: 'git repack --geometric=2 -d', setup: (r) => [0, 1, 2].forEach((k) => addCommits(r, 4, 100 + 4 * k)), run: [['repack', '--geometric=2', '-d', '-q']] },
+    {
+      name: 'git repack --geometric=2 -d',
+      setup: (r) => [0, 1, 2].forEach((k) => addCommits(r, 4, 100 + 4 * k)),
+      run: [['repack', '--geometric=2', '-d', '-q']],
+    },
     {
       name: 'git maintenance run --task=incremental-repack',
       setup: (r) => [0, 1, 2].forEach((k) => addCommits(r, 4, 100 + 4 * k)),
-      run: [['multi-pack-index', 'write'], ['-c', 'maintenance.incremental-repack.auto=1', 'maintenance', 'run', '--task=incremental-repack', '--quiet']],
+      run: [
+        ['multi-pack-index', 'write'],
+        [
+          '-c',
+          'maintenance.incremental-repack.auto=1',
+          'maintenance',
+          'run',
+          '--task=incremental-repack',
+          '--quiet',
+        ],
+      ],
     },
-    { name: 'git maintenance run --task=loose-objects', setup: (r) => addCommits(r, 15, 100, 'loose'), run: [['maintenance', 'run', '--task=loose-objects', '--quiet']] },
-    { name: 'git repack -a -d -f', setup: (r) => addCommits(r, 5, 100), run: [['repack', '-a', '-d', '-f', '-q']] },
+    {
+      name: 'git maintenance run --task=loose-objects',
+      setup: (r) => addCommits(r, 15, 100, 'loose'),
+      run: [['maintenance', 'run', '--task=loose-objects', '--quiet']],
+    },
+    {
+      name: 'git repack -a -d -f',
+      setup: (r) => addCommits(r, 5, 100),
+      run: [['repack', '-a', '-d', '-f', '-q']],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
@@ -366,15 +466,29 @@ describe("alongside git's own maintenance, the next run costs what git changed",
       const r = JSON.parse(toolOk(['--json'], { cwd: repo }));
       const sources = r.partitions.flatMap((p: { sourcePacks: string[] }) => p.sourcePacks).sort();
       expect(sources).toEqual(fresh.map((p) => path.basename(p, '.pack')).sort());
-      const re = r.partitions.reduce((a: number, p: { stats: { reencoded: { commit: number; tree: number } } }) => a + p.stats.reencoded.commit + p.stats.reencoded.tree, 0);
+      const re = r.partitions.reduce(
+        (a: number, p: { stats: { reencoded: { commit: number; tree: number } } }) =>
+          a + p.stats.reencoded.commit + p.stats.reencoded.tree,
+        0,
+      );
       expect(re).toBeGreaterThanOrEqual(unstored.only);
       expect(re).toBeLessThanOrEqual(unstored.any);
       const after = packStat(repo);
-      for (const p of allPacks(repo).filter((x) => ours.has(x))) expect({ p, st: after.get(path.basename(p)) }).toEqual({ p, st: stat.get(path.basename(p)) });
-      expect([...r.provenPacks].sort()).toEqual([...ours].filter((p) => fs.existsSync(p)).map((p) => path.basename(p, '.pack')).sort());
+      for (const p of allPacks(repo).filter((x) => ours.has(x)))
+        expect({ p, st: after.get(path.basename(p)) }).toEqual({
+          p,
+          st: stat.get(path.basename(p)),
+        });
+      expect([...r.provenPacks].sort()).toEqual(
+        [...ours]
+          .filter((p) => fs.existsSync(p))
+          .map((p) => path.basename(p, '.pack'))
+          .sort(),
+      );
       expectGraphStored(repo);
       expectIntact(repo, before);
-      if (fs.existsSync(path.join(repo, '.git', 'objects', 'pack', 'multi-pack-index'))) gitOk(['multi-pack-index', 'verify'], { cwd: repo });
+      if (fs.existsSync(path.join(repo, '.git', 'objects', 'pack', 'multi-pack-index')))
+        gitOk(['multi-pack-index', 'verify'], { cwd: repo });
       // Nothing left to do.
       expect(JSON.parse(toolOk(['--json'], { cwd: repo })).partitions).toEqual([]);
     });
@@ -386,7 +500,8 @@ describe('a reachability bitmap and later runs', () => {
     const repo = makeRepo(40);
     gitOk(['repack', '-a', '-d', '-b', '-q'], { cwd: repo });
     toolOk(['-q'], { cwd: repo });
-    const bitmaps = () => allPacks(repo).filter((p) => fs.existsSync(p.replace(/\.pack$/, '.bitmap')));
+    const bitmaps = () =>
+      allPacks(repo).filter((p) => fs.existsSync(p.replace(/\.pack$/, '.bitmap')));
     expect(bitmaps()).toHaveLength(1);
     const proven = packStat(repo);
     addCommits(repo, 20, 40);
@@ -396,7 +511,9 @@ describe('a reachability bitmap and later runs', () => {
     expect(r.provenPacks).toEqual([...proven.keys()].map((n) => n.slice(0, -5)));
     expect(bitmaps().map((p) => path.basename(p))).toEqual([...proven.keys()]);
     gitOk(['rev-list', '--test-bitmap', 'HEAD~20'], { cwd: repo });
-    expect(gitOk(['rev-list', '--use-bitmap-index', '--count', '--objects', '--all'], { cwd: repo })).toBe(gitOk(['rev-list', '--count', '--objects', '--all'], { cwd: repo }));
+    expect(
+      gitOk(['rev-list', '--use-bitmap-index', '--count', '--objects', '--all'], { cwd: repo }),
+    ).toBe(gitOk(['rev-list', '--count', '--objects', '--all'], { cwd: repo }));
     expectGraphStored(repo);
     expectIntact(repo, before);
   });

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, committerTime, forEachCommitLink, forEachTreeEntry, hexInto } from '../src/format/object-parse.js';
+import {
+  TREE_ENTRY_GITLINK,
+  TREE_ENTRY_TREE,
+  committerTime,
+  forEachCommitLink,
+  forEachTreeEntry,
+  hexInto,
+} from '../src/format/object-parse.js';
 import { gitOk, gitOkBuffer, lines } from './helpers/git.js';
 import { RepoBuilder } from './helpers/repo.js';
 
@@ -52,8 +59,16 @@ describe('format/object-parse: commits and trees read as git reads them', () => 
         expect(hexInto(raw, at, id, 20)).toBe(true);
         links.push(`${isTree ? 'tree' : 'parent'} ${id.toString('hex')}`);
       });
-      const [tree, parents, time] = gitOk(['log', '-1', '--format=%T%n%P%n%ct', c], { cwd: repo }).split('\n');
-      const want = [`tree ${tree}`, ...parents!.split(' ').filter((p) => p !== '').map((p) => `parent ${p}`)];
+      const [tree, parents, time] = gitOk(['log', '-1', '--format=%T%n%P%n%ct', c], {
+        cwd: repo,
+      }).split('\n');
+      const want = [
+        `tree ${tree}`,
+        ...parents!
+          .split(' ')
+          .filter((p) => p !== '')
+          .map((p) => `parent ${p}`),
+      ];
       expect(links).toEqual(want);
       expect(committerTime(raw)).toBe(Number(time));
     }
@@ -70,12 +85,17 @@ describe('format/object-parse: commits and trees read as git reads them', () => 
       const raw = gitOkBuffer(['cat-file', 'tree', t], { cwd: repo });
       const got: string[] = [];
       const bad = forEachTreeEntry(raw, 20, (s, e, at, kind) => {
-        const type = kind === TREE_ENTRY_TREE ? 'tree' : kind === TREE_ENTRY_GITLINK ? 'commit' : 'blob';
+        const type =
+          kind === TREE_ENTRY_TREE ? 'tree' : kind === TREE_ENTRY_GITLINK ? 'commit' : 'blob';
         if (kind === TREE_ENTRY_GITLINK) gitlinks++;
-        got.push(`${type} ${raw.subarray(at, at + 20).toString('hex')}\t${raw.subarray(s, e).toString('utf8')}`);
+        got.push(
+          `${type} ${raw.subarray(at, at + 20).toString('hex')}\t${raw.subarray(s, e).toString('utf8')}`,
+        );
       });
       expect(bad).toBe(-1);
-      const want = lines(gitOk(['-c', 'core.quotePath=false', 'ls-tree', t], { cwd: repo })).map((l) => l.replace(/^\d+ /, ''));
+      const want = lines(gitOk(['-c', 'core.quotePath=false', 'ls-tree', t], { cwd: repo })).map(
+        (l) => l.replace(/^\d+ /, ''),
+      );
       expect(got).toEqual(want);
     }
     expect(gitlinks).toBeGreaterThan(0);

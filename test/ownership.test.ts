@@ -21,7 +21,10 @@ type Env = Record<string, string | undefined>;
 function both(cwd: string, env: Env = {}, args: string[] = []) {
   const g = git([...args, 'count-objects'], { cwd, env });
   const t = tool([...args, 'inspect', '--json'], { cwd, env });
-  return { git: { status: g.status, stderr: g.stderr }, tool: { status: t.status, stderr: t.stderr } };
+  return {
+    git: { status: g.status, stderr: g.stderr },
+    tool: { status: t.status, stderr: t.stderr },
+  };
 }
 
 function chownTree(p: string, uid: number): void {
@@ -35,7 +38,10 @@ function dubious(dir: string): string {
 
 function globalConfig(dir: string, lines: string[]): string {
   const f = path.join(dir, 'global.config');
-  fs.writeFileSync(f, lines.length ? `[safe]\n${lines.map((l) => `\tdirectory = ${l}\n`).join('')}` : '');
+  fs.writeFileSync(
+    f,
+    lines.length ? `[safe]\n${lines.map((l) => `\tdirectory = ${l}\n`).join('')}` : '',
+  );
   return f;
 }
 
@@ -121,7 +127,10 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
 
   it('the repository’s own config cannot declare itself safe', () => {
     const repo = useFixtureCopy('basic');
-    fs.appendFileSync(path.join(repo, '.git/config'), `[safe]\n\tdirectory = *\n\tdirectory = ${repo}\n`);
+    fs.appendFileSync(
+      path.join(repo, '.git/config'),
+      `[safe]\n\tdirectory = *\n\tdirectory = ${repo}\n`,
+    );
     chownTree(repo, NOBODY);
     const r = both(repo);
     expect(r.git.status).toBe(128);
@@ -134,7 +143,13 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     for (const env of [
       { GIT_CONFIG_PARAMETERS: `'safe.directory'='${repo}'` },
       { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: '*' },
-      { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'safe.directory', GIT_CONFIG_VALUE_0: '*', GIT_CONFIG_KEY_1: 'safe.directory', GIT_CONFIG_VALUE_1: '' },
+      {
+        GIT_CONFIG_COUNT: '2',
+        GIT_CONFIG_KEY_0: 'safe.directory',
+        GIT_CONFIG_VALUE_0: '*',
+        GIT_CONFIG_KEY_1: 'safe.directory',
+        GIT_CONFIG_VALUE_1: '',
+      },
     ]) {
       const r = both(repo, env);
       expect(r.tool, JSON.stringify(env)).toEqual(r.git);
@@ -146,10 +161,19 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     const before = objectSet(repo);
     chownTree(repo, NOBODY);
     const bin = fs.mkdtempSync(path.join(path.dirname(repo), 'bin-'));
-    fs.symlinkSync(path.resolve(path.dirname(BIN), 'git-repack-ts'), path.join(bin, 'git-repack-ts'));
+    fs.symlinkSync(
+      path.resolve(path.dirname(BIN), 'git-repack-ts'),
+      path.join(bin, 'git-repack-ts'),
+    );
     const env = gitEnv({ PATH: `${bin}:${process.env.PATH}` });
     const run = (args: string[]) => spawnSync('git', args, { cwd: repo, env, encoding: 'utf8' });
-    const refused = run(['-c', 'safe.directory=/elsewhere', 'repack-ts', '--graph-compression=0', '-q']);
+    const refused = run([
+      '-c',
+      'safe.directory=/elsewhere',
+      'repack-ts',
+      '--graph-compression=0',
+      '-q',
+    ]);
     expect(refused.status).toBe(128);
     expect(refused.stderr).toBe(dubious(repo));
     const gitRefused = run(['-c', 'safe.directory=/elsewhere', 'count-objects']);
@@ -187,7 +211,11 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     fs.writeFileSync(f, 'hello\n');
     const g = git(['hash-object', f], { cwd: repo });
     const t = tool(['hash-object', f], { cwd: repo });
-    expect({ status: t.status, out: t.stdout, err: t.stderr }).toEqual({ status: g.status, out: g.stdout.toString(), err: g.stderr });
+    expect({ status: t.status, out: t.stdout, err: t.stderr }).toEqual({
+      status: g.status,
+      out: g.stdout.toString(),
+      err: g.stderr,
+    });
     const gw = git(['hash-object', '-w', f], { cwd: repo });
     const tw = tool(['hash-object', '-w', f], { cwd: repo });
     expect(gw.status).toBe(128);
@@ -217,10 +245,15 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     const before = tree();
     const g = git(['hash-object', '-w', file], { cwd: repo });
     expect(g.stderr).toBe(dubious(repo));
-    await expect(hashObject(file, { write: true, repository: repo })).rejects.toMatchObject({ code: 'dubious-ownership', message: dubious(repo).slice('fatal: '.length, -1) });
+    await expect(hashObject(file, { write: true, repository: repo })).rejects.toMatchObject({
+      code: 'dubious-ownership',
+      message: dubious(repo).slice('fatal: '.length, -1),
+    });
     expect(tree()).toEqual(before);
     // Without -w git hashes outside the repository it may not use; so does the library.
-    expect(await hashObject(file, { repository: repo })).toBe(git(['hash-object', file], { cwd: repo }).stdout.toString().trim());
+    expect(await hashObject(file, { repository: repo })).toBe(
+      git(['hash-object', file], { cwd: repo }).stdout.toString().trim(),
+    );
     expect(tree()).toEqual(before);
   });
 
@@ -276,7 +309,9 @@ describe('safe.bareRepository (git 2.38+): a bare repository found by walking up
 
   it("the repository's own safe.bareRepository is not protected configuration: ignored by both; a global file's is obeyed", () => {
     const bare = bareCopy();
-    expect(git(['config', 'safe.bareRepository', 'explicit'], { env: { GIT_DIR: bare } }).status).toBe(0);
+    expect(
+      git(['config', 'safe.bareRepository', 'explicit'], { env: { GIT_DIR: bare } }).status,
+    ).toBe(0);
     const local = both(bare);
     expect(local.git.status).toBe(0);
     expect(local.tool.status).toBe(0);

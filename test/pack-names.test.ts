@@ -47,7 +47,21 @@ function repoWithOddNames(): { repo: string; odd: Buffer[] } {
   const before = objectSet(repo);
   const base = packs[1]!.slice(0, -5);
   for (const ext of ['.pack', '.rev', '.idx']) fs.renameSync(base + ext, bytePath(repo, ODD, ext));
-  const hash = r.git(['-c', 'pack.threads=1', 'pack-objects', '--all', '--reflog', '--indexed-objects', '-q', path.join(packDirOf(repo), '.tmp-4242-pack')], { input: '' }).trim();
+  const hash = r
+    .git(
+      [
+        '-c',
+        'pack.threads=1',
+        'pack-objects',
+        '--all',
+        '--reflog',
+        '--indexed-objects',
+        '-q',
+        path.join(packDirOf(repo), '.tmp-4242-pack'),
+      ],
+      { input: '' },
+    )
+    .trim();
   // git still reads them all: the same objects, in four packs.
   expect(objectSet(repo)).toEqual(before);
   expect(countObjects(repo)).toMatchObject({ count: 0, packs: 4, garbage: 0 });
@@ -59,7 +73,10 @@ describe('packs under any name: seen as git sees them', () => {
     const { repo } = repoWithOddNames();
     const git = countObjects(repo);
     const census = JSON.parse(toolOk(['inspect', '--json'], { cwd: repo }));
-    expect({ packs: census.packs.length, objects: census.total.objects }).toEqual({ packs: git.packs, objects: git.inPack });
+    expect({ packs: census.packs.length, objects: census.total.objects }).toEqual({
+      packs: git.packs,
+      objects: git.inPack,
+    });
     expect(census.packs.map((p: { pack: string }) => path.basename(p.pack)).sort()).toEqual([
       expect.stringMatching(/^\.tmp-4242-pack-[0-9a-f]{40}\.pack$/),
       expect.stringMatching(/^pack-[0-9a-f]{40}\.pack$/),
@@ -68,11 +85,18 @@ describe('packs under any name: seen as git sees them', () => {
     ]);
     const v = JSON.parse(toolOk(['verify', '--json'], { cwd: repo }));
     expect(v.ok).toBe(true);
-    expect(v.packs.reduce((n: number, p: { objects: number }) => n + p.objects, 0)).toBe(git.inPack);
+    expect(v.packs.reduce((n: number, p: { objects: number }) => n + p.objects, 0)).toBe(
+      git.inPack,
+    );
     // rev-list --objects --all names every object here: nothing is missing for git or for us.
-    const listed = gitOk(['rev-list', '--objects', '--all'], { cwd: repo }).split('\n').filter(Boolean).length;
+    const listed = gitOk(['rev-list', '--objects', '--all'], { cwd: repo })
+      .split('\n')
+      .filter(Boolean).length;
     const w = JSON.parse(toolOk(['walk', '--json'], { cwd: repo }));
-    expect({ named: w.commits + w.trees + w.blobs + w.tags, missing: w.missing }).toEqual({ named: listed, missing: 0 });
+    expect({ named: w.commits + w.trees + w.blobs + w.tags, missing: w.missing }).toEqual({
+      named: listed,
+      missing: 0,
+    });
   });
 
   it('the rewrite (checked by git fsck) leaves them as they are, says so, and relies on none of them; again from its own result', () => {
@@ -83,19 +107,34 @@ describe('packs under any name: seen as git sees them', () => {
       const r = tool(['--json', '--graph-compression=0', '--fsck=full'], { cwd: repo });
       expect(r.status).toBe(0);
       const out = JSON.parse(r.stdout);
-      expect(out.keptPacks.sort()).toEqual([expect.stringMatching(/^\.tmp-4242-pack-[0-9a-f]{40}$/), 'pack-\ufffd']);
-      for (const n of ['.tmp-4242-pack-', 'pack-\ufffd']) expect(r.stderr).toMatch(new RegExp(`/${n.replace('.', '\\.')}[0-9a-f]*\\.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it\n`));
+      expect(out.keptPacks.sort()).toEqual([
+        expect.stringMatching(/^\.tmp-4242-pack-[0-9a-f]{40}$/),
+        'pack-\ufffd',
+      ]);
+      for (const n of ['.tmp-4242-pack-', 'pack-\ufffd'])
+        expect(r.stderr).toMatch(
+          new RegExp(
+            `/${n.replace('.', '\\.')}[0-9a-f]*\\.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it\n`,
+          ),
+        );
       expect(objectSet(repo)).toEqual(before);
       expect(fsckStrict(repo)).toEqual({ status: 0, output: '' });
-      odd.forEach((n, i) => expect(fs.readFileSync(bytePath(repo, n, '.pack')).equals(bytes[i]!)).toBe(true));
+      odd.forEach((n, i) =>
+        expect(fs.readFileSync(bytePath(repo, n, '.pack')).equals(bytes[i]!)).toBe(true),
+      );
       expect(countObjects(repo)).toMatchObject({ count: 0, packs: 3, garbage: 0 });
       const ours = listPacks(repo).filter((p) => /\/pack-[0-9a-f]{40}\.pack$/.test(p));
       expect(ours.length).toBe(1);
       expectGitIndexes(repo, ours[0]!);
     }
-    expect(packDirBytes(repo).filter((n) => n.includes(0xff)).map((n) => n.toString('latin1'))).toEqual(['pack-\xff.idx', 'pack-\xff.pack', 'pack-\xff.rev']);
+    expect(
+      packDirBytes(repo)
+        .filter((n) => n.includes(0xff))
+        .map((n) => n.toString('latin1')),
+    ).toEqual(['pack-\xff.idx', 'pack-\xff.pack', 'pack-\xff.rev']);
     // The killed repack's leftover, deleted as git repack would delete it: nothing is lost.
-    for (const ext of ['.pack', '.idx', '.rev']) fs.rmSync(bytePath(repo, odd[1]!, ext), { force: true });
+    for (const ext of ['.pack', '.idx', '.rev'])
+      fs.rmSync(bytePath(repo, odd[1]!, ext), { force: true });
     expect(objectSet(repo)).toEqual(before);
     expect(fsckStrict(repo)).toEqual({ status: 0, output: '' });
   });

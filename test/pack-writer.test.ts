@@ -12,7 +12,9 @@ import type * as Writer from '../src/format/pack-writer.js';
 import { armFaults, writeChunksSyncing } from '../src/store/files.js';
 // The threaded writer starts its thread from the built file next to it: use the build (typed
 // by its source, as dist carries no declarations).
-const { PackFileWriter, ThreadedPackWriter, syncAndClose } = (await import('../dist/format/pack-writer.js' as string)) as typeof Writer;
+const { PackFileWriter, ThreadedPackWriter, syncAndClose } = (await import(
+  '../dist/format/pack-writer.js' as string
+)) as typeof Writer;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-writer-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
@@ -30,7 +32,8 @@ function openOn(f: string): number {
 
 /** Entries of every awkward size: empty data, one byte, exactly a buffer, spanning several. */
 function entries(seed: number, n: number, bufferSize: number): { header: Buffer; data: Buffer }[] {
-  const rnd = (k: number): number => crypto.createHash('sha1').update(`${seed}:${k}`).digest().readUInt32BE(0);
+  const rnd = (k: number): number =>
+    crypto.createHash('sha1').update(`${seed}:${k}`).digest().readUInt32BE(0);
   const out: { header: Buffer; data: Buffer }[] = [];
   for (let i = 0; i < n; i++) {
     const r = rnd(i);
@@ -93,7 +96,11 @@ describe('the threaded pack writer writes what the plain one writes', () => {
 
   it('reading back, a header that does not parse fails the read-back with its offset', async () => {
     const n = 3;
-    const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
+    const tables = {
+      offsets: new Float64Array(new SharedArrayBuffer(8 * n)),
+      order: new Uint32Array(new SharedArrayBuffer(4 * n)),
+      crcs: new Uint32Array(new SharedArrayBuffer(4 * n)),
+    };
     const file = path.join(dir, 'bad-header.pack');
     const t = new ThreadedPackWriter(file, SHA1, n, tables, 64);
     const headers = [Buffer.from([0x35]), Buffer.from([0x55]), Buffer.from([0x35])]; // type 5 is no type
@@ -104,12 +111,18 @@ describe('the threaded pack writer writes what the plain one writes', () => {
     }
     const a = await t.finish();
     await a.durable;
-    await expect(a.readBack).rejects.toThrow(new RegExp(`bad-header.pack.*at offset ${tables.offsets[1]}`));
+    await expect(a.readBack).rejects.toThrow(
+      new RegExp(`bad-header.pack.*at offset ${tables.offsets[1]}`),
+    );
   });
 
   it('an abort stops the thread and closes the file; nothing hangs', async () => {
     const n = 50;
-    const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
+    const tables = {
+      offsets: new Float64Array(new SharedArrayBuffer(8 * n)),
+      order: new Uint32Array(new SharedArrayBuffer(4 * n)),
+      crcs: new Uint32Array(new SharedArrayBuffer(4 * n)),
+    };
     const file = path.join(dir, 'aborted.pack');
     const t = new ThreadedPackWriter(file, SHA1, n, tables, 32);
     for (let k = 0; k < 20; k++) {
@@ -130,13 +143,15 @@ describe('the threaded pack writer writes what the plain one writes', () => {
     const crcs = new Uint32Array(2);
     const w = new PackFileWriter(file, SHA1, 2, crcs, undefined, 64);
     const datas = [crypto.randomBytes(10), crypto.randomBytes(200)];
-    datas.forEach((d, k) => w.writeEntry(Buffer.from([0x30 | d.length % 16]), d, k));
+    datas.forEach((d, k) => w.writeEntry(Buffer.from([0x30 | (d.length % 16)]), d, k));
     const { checksum, durable } = await w.finish();
     await durable;
     expect(openOn(file)).toBe(0);
     const bytes = fs.readFileSync(file);
     // The trailer is the SHA-1 of everything before it (computed here, not by the writer).
-    expect(checksum.equals(crypto.createHash('sha1').update(bytes.subarray(0, -20)).digest())).toBe(true);
+    expect(checksum.equals(crypto.createHash('sha1').update(bytes.subarray(0, -20)).digest())).toBe(
+      true,
+    );
     expect(bytes.subarray(-20).equals(checksum)).toBe(true);
     // An fsync that fails (a descriptor already closed: EBADF) rejects, it is not swallowed.
     const fd = fs.openSync(file, 'r');
@@ -153,11 +168,15 @@ describe('the threaded pack writer writes what the plain one writes', () => {
     expect(fs.readFileSync(file, 'utf8')).toBe('abcdef');
     await done;
     expect(openOn(file)).toBe(0);
-    expect((fs.statSync(file).mode & 0o777).toString(8)).toBe((0o444 & ~process.umask()).toString(8));
+    expect((fs.statSync(file).mode & 0o777).toString(8)).toBe(
+      (0o444 & ~process.umask()).toString(8),
+    );
     const other = path.join(dir, 'syncing-fault.idx');
     armFaults('fsync:eio', undefined);
     try {
-      expect(() => writeChunksSyncing(other, (write) => write(Buffer.from('x')))).toThrow(/EIO.*fsync/);
+      expect(() => writeChunksSyncing(other, (write) => write(Buffer.from('x')))).toThrow(
+        /EIO.*fsync/,
+      );
     } finally {
       armFaults(undefined, undefined);
     }
@@ -171,36 +190,53 @@ describe('the threaded pack writer writes what the plain one writes', () => {
     if (mounted) spawnSync('umount', [mnt]);
     fs.rmSync(mnt, { recursive: true, force: true });
   });
-  it.skipIf(!mounted)('a full disk is the system error it was (ENOSPC, write), from handing over or from finishing', async () => {
-    for (const entries of [200, 3]) {
-      const n = entries;
-      const tables = { offsets: new Float64Array(new SharedArrayBuffer(8 * n)), order: new Uint32Array(new SharedArrayBuffer(4 * n)), crcs: new Uint32Array(new SharedArrayBuffer(4 * n)) };
-      const file = path.join(mnt, `full-${n}.pack`);
-      const t = new ThreadedPackWriter(file, SHA1, n, tables, 4096);
-      let err: NodeJS.ErrnoException | undefined;
-      try {
-        for (let k = 0; k < n; k++) {
-          tables.order[k] = k;
-          tables.offsets[k] = t.offset;
-          // 200 entries of 4 KiB fill the disk while buffers are handed over; 3 of 30 KiB only
-          // when the last one is written, after finish().
-          t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(n > 10 ? 4096 : 30_000), k);
+  it.skipIf(!mounted)(
+    'a full disk is the system error it was (ENOSPC, write), from handing over or from finishing',
+    async () => {
+      for (const entries of [200, 3]) {
+        const n = entries;
+        const tables = {
+          offsets: new Float64Array(new SharedArrayBuffer(8 * n)),
+          order: new Uint32Array(new SharedArrayBuffer(4 * n)),
+          crcs: new Uint32Array(new SharedArrayBuffer(4 * n)),
+        };
+        const file = path.join(mnt, `full-${n}.pack`);
+        const t = new ThreadedPackWriter(file, SHA1, n, tables, 4096);
+        let err: NodeJS.ErrnoException | undefined;
+        try {
+          for (let k = 0; k < n; k++) {
+            tables.order[k] = k;
+            tables.offsets[k] = t.offset;
+            // 200 entries of 4 KiB fill the disk while buffers are handed over; 3 of 30 KiB only
+            // when the last one is written, after finish().
+            t.writeEntry(Buffer.from([0x30]), crypto.randomBytes(n > 10 ? 4096 : 30_000), k);
+          }
+          const r = await t.finish();
+          await r.durable;
+        } catch (e) {
+          err = e as NodeJS.ErrnoException;
         }
-        const r = await t.finish();
-        await r.durable;
-      } catch (e) {
-        err = e as NodeJS.ErrnoException;
+        expect({ code: err?.code, syscall: err?.syscall }).toEqual({
+          code: 'ENOSPC',
+          syscall: 'write',
+        });
+        expect(err?.message).toMatch(/no space left on device/);
+        await t.abort();
+        fs.rmSync(file);
       }
-      expect({ code: err?.code, syscall: err?.syscall }).toEqual({ code: 'ENOSPC', syscall: 'write' });
-      expect(err?.message).toMatch(/no space left on device/);
-      await t.abort();
-      fs.rmSync(file);
-    }
-  });
+    },
+  );
 
   it('refuses tables outside shared memory', () => {
     const n = 1;
-    expect(() => new ThreadedPackWriter(path.join(dir, 'never.pack'), SHA1, n, { offsets: new Float64Array(n), order: new Uint32Array(n), crcs: new Uint32Array(n) })).toThrow(/shared memory/);
+    expect(
+      () =>
+        new ThreadedPackWriter(path.join(dir, 'never.pack'), SHA1, n, {
+          offsets: new Float64Array(n),
+          order: new Uint32Array(n),
+          crcs: new Uint32Array(n),
+        }),
+    ).toThrow(/shared memory/);
     expect(fs.existsSync(path.join(dir, 'never.pack'))).toBe(false);
   });
 });

@@ -13,11 +13,30 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fixturePath } from './fixtures/index.js';
 import { dateEnv, fsckStrict, git, gitOk, objectSet } from './helpers/git.js';
-import { dropScratch, integrityProblems, leftovers, LONG, record, runUntil, scaled, scratchCopy, spawnTool, toolFault, type StoppedRun } from './helpers/faults.js';
+import {
+  dropScratch,
+  integrityProblems,
+  leftovers,
+  LONG,
+  record,
+  runUntil,
+  scaled,
+  scratchCopy,
+  spawnTool,
+  toolFault,
+  type StoppedRun,
+} from './helpers/faults.js';
 
 const ARGS = ['-q', '--graph-compression=0'];
 /** Moments to stop at: after listing, while writing, before fsck, before install, before removal, before loose removal. */
-const MOMENTS = ['phase:listed', 'progress:writing objects', 'phase:fsck', 'phase:install', 'phase:remove', 'phase:loose'];
+const MOMENTS = [
+  'phase:listed',
+  'progress:writing objects',
+  'phase:fsck',
+  'phase:install',
+  'phase:remove',
+  'phase:loose',
+];
 
 let tick = 5000;
 
@@ -46,13 +65,19 @@ function commitSomething(repo: string, label: string): string[] {
 }
 
 function hashObject(repo: string, label: string): string {
-  return gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: `a loose blob written meanwhile: ${label}\n` }).trim();
+  return gitOk(['hash-object', '-w', '--stdin'], {
+    cwd: repo,
+    input: `a loose blob written meanwhile: ${label}\n`,
+  }).trim();
 }
 
 /** A local remote: a copy of basic with two more commits on main. */
 function makeRemote(label: string): { dir: string; ids: string[] } {
   const dir = scratchCopy(fixturePath('basic'), `remote-${label}`);
-  const ids = [...commitSomething(dir, `remote-${label}-1`), ...commitSomething(dir, `remote-${label}-2`)];
+  const ids = [
+    ...commitSomething(dir, `remote-${label}-1`),
+    ...commitSomething(dir, `remote-${label}-2`),
+  ];
   return { dir, ids };
 }
 
@@ -67,7 +92,10 @@ describe('git writes into the repository while the repack runs', () => {
     'git fetch (loose objects)': (repo, label) => {
       const remote = makeRemote(label);
       try {
-        gitOk(['fetch', '-q', remote.dir, `main:refs/remotes/concurrent/${label.replace(/\W/g, '-')}`], { cwd: repo });
+        gitOk(
+          ['fetch', '-q', remote.dir, `main:refs/remotes/concurrent/${label.replace(/\W/g, '-')}`],
+          { cwd: repo },
+        );
         return remote.ids;
       } finally {
         dropScratch(remote.dir);
@@ -76,7 +104,17 @@ describe('git writes into the repository while the repack runs', () => {
     'git fetch (a new pack)': (repo, label) => {
       const remote = makeRemote(label);
       try {
-        gitOk(['-c', 'fetch.unpackLimit=1', 'fetch', '-q', remote.dir, `main:refs/remotes/concurrent/${label.replace(/\W/g, '-')}`], { cwd: repo });
+        gitOk(
+          [
+            '-c',
+            'fetch.unpackLimit=1',
+            'fetch',
+            '-q',
+            remote.dir,
+            `main:refs/remotes/concurrent/${label.replace(/\W/g, '-')}`,
+          ],
+          { cwd: repo },
+        );
         return remote.ids;
       } finally {
         dropScratch(remote.dir);
@@ -84,72 +122,95 @@ describe('git writes into the repository while the repack runs', () => {
     },
   };
   for (const [name, write] of Object.entries(writers)) {
-    it(name, async () => {
-      const moments = LONG || name === 'git commit' ? MOMENTS : ['phase:listed', 'phase:fsck', 'phase:remove'];
+    it(
+      name,
+      async () => {
+        const moments =
+          LONG || name === 'git commit' ? MOMENTS : ['phase:listed', 'phase:fsck', 'phase:remove'];
+        const problems: string[] = [];
+        let tried = 0;
+        let held = 0;
+        for (const moment of moments) {
+          const repo = scratchCopy(fixturePath('basic'), 'concurrent');
+          try {
+            const before = objectSet(repo);
+            const run = await stopAt(repo, moment);
+            expect(run.stopped, `${moment} reached`).toBe(true);
+            const added = write(repo, moment);
+            run.resume();
+            const r = await run.done;
+            tried++;
+            const p: string[] = [];
+            if (r.status !== 0) p.push(`the repack failed (${r.status}): ${r.stderr}`);
+            const gone = missing(repo, added);
+            if (gone.length > 0) p.push(`objects written meanwhile are gone: ${gone.join(', ')}`);
+            p.push(...integrityProblems(repo, before));
+            const left = leftovers(repo);
+            if (left.length > 0) p.push(`left ${left.join(', ')}`);
+            if (p.length === 0) held++;
+            problems.push(...p.map((x) => `${name} at ${moment}: ${x}`));
+          } finally {
+            dropScratch(repo);
+          }
+        }
+        record(`concurrent ${name}`, tried, held);
+        expect(problems).toEqual([]);
+      },
+      scaled(60_000, 600_000),
+    );
+  }
+
+  it(
+    'a writer running throughout the repack (no chosen moment)',
+    async () => {
+      const rounds = scaled(2, 10);
       const problems: string[] = [];
-      let tried = 0;
-      let held = 0;
-      for (const moment of moments) {
-        const repo = scratchCopy(fixturePath('basic'), 'concurrent');
+      for (let round = 0; round < rounds; round++) {
+        const repo = scratchCopy(fixturePath('basic'), 'writer');
         try {
           const before = objectSet(repo);
-          const run = await stopAt(repo, moment);
-          expect(run.stopped, `${moment} reached`).toBe(true);
-          const added = write(repo, moment);
-          run.resume();
-          const r = await run.done;
-          tried++;
-          const p: string[] = [];
-          if (r.status !== 0) p.push(`the repack failed (${r.status}): ${r.stderr}`);
+          const { done } = spawnTool(ARGS, repo);
+          let finished = false;
+          void done.then(() => (finished = true));
+          const added: string[] = [];
+          let i = 0;
+          while (!finished) {
+            added.push(
+              ...(i % 3 === 0
+                ? commitSomething(repo, `w${round}-${i}`)
+                : [hashObject(repo, `w${round}-${i}`)]),
+            );
+            i++;
+            await new Promise((r) => setTimeout(r, 1));
+          }
+          const r = await done;
+          if (r.status !== 0)
+            problems.push(`round ${round}: the repack failed (${r.status}): ${r.stderr}`);
           const gone = missing(repo, added);
-          if (gone.length > 0) p.push(`objects written meanwhile are gone: ${gone.join(', ')}`);
-          p.push(...integrityProblems(repo, before));
-          const left = leftovers(repo);
-          if (left.length > 0) p.push(`left ${left.join(', ')}`);
-          if (p.length === 0) held++;
-          problems.push(...p.map((x) => `${name} at ${moment}: ${x}`));
+          if (gone.length > 0)
+            problems.push(
+              `round ${round}: ${gone.length} of ${added.length} objects written meanwhile are gone`,
+            );
+          problems.push(...integrityProblems(repo, before).map((x) => `round ${round}: ${x}`));
+          // And a second run packs what was written meanwhile.
+          const again = toolFault(ARGS, repo, undefined);
+          if (again.status !== 0)
+            problems.push(`round ${round}: the second run failed: ${again.stderr}`);
+          if (missing(repo, added).length > 0)
+            problems.push(`round ${round}: objects lost by the second run`);
         } finally {
           dropScratch(repo);
         }
       }
-      record(`concurrent ${name}`, tried, held);
+      record(
+        'concurrent writer throughout the repack',
+        rounds,
+        rounds - new Set(problems.map((p) => p.split(':')[0])).size,
+      );
       expect(problems).toEqual([]);
-    }, scaled(60_000, 600_000));
-  }
-
-  it('a writer running throughout the repack (no chosen moment)', async () => {
-    const rounds = scaled(2, 10);
-    const problems: string[] = [];
-    for (let round = 0; round < rounds; round++) {
-      const repo = scratchCopy(fixturePath('basic'), 'writer');
-      try {
-        const before = objectSet(repo);
-        const { done } = spawnTool(ARGS, repo);
-        let finished = false;
-        void done.then(() => (finished = true));
-        const added: string[] = [];
-        let i = 0;
-        while (!finished) {
-          added.push(...(i % 3 === 0 ? commitSomething(repo, `w${round}-${i}`) : [hashObject(repo, `w${round}-${i}`)]));
-          i++;
-          await new Promise((r) => setTimeout(r, 1));
-        }
-        const r = await done;
-        if (r.status !== 0) problems.push(`round ${round}: the repack failed (${r.status}): ${r.stderr}`);
-        const gone = missing(repo, added);
-        if (gone.length > 0) problems.push(`round ${round}: ${gone.length} of ${added.length} objects written meanwhile are gone`);
-        problems.push(...integrityProblems(repo, before).map((x) => `round ${round}: ${x}`));
-        // And a second run packs what was written meanwhile.
-        const again = toolFault(ARGS, repo, undefined);
-        if (again.status !== 0) problems.push(`round ${round}: the second run failed: ${again.stderr}`);
-        if (missing(repo, added).length > 0) problems.push(`round ${round}: objects lost by the second run`);
-      } finally {
-        dropScratch(repo);
-      }
-    }
-    record('concurrent writer throughout the repack', rounds, rounds - new Set(problems.map((p) => p.split(':')[0])).size);
-    expect(problems).toEqual([]);
-  }, scaled(60_000, 600_000));
+    },
+    scaled(60_000, 600_000),
+  );
 });
 
 describe('what is not a concurrent write', () => {
@@ -160,7 +221,9 @@ describe('what is not a concurrent write', () => {
       const packs = fs.readdirSync(path.join(repo, '.git/objects/pack')).sort();
       const r = toolFault([...ARGS, '--fsck=full'], repo, undefined);
       expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(/^fatal: git fsck found problems in the rewritten repository; nothing was changed\./);
+      expect(r.stderr).toMatch(
+        /^fatal: git fsck found problems in the rewritten repository; nothing was changed\./,
+      );
       expect(r.stderr).toMatch(/refs\/heads\/broken: invalid sha1 pointer f{40}/);
       expect(fs.readdirSync(path.join(repo, '.git/objects/pack')).sort()).toEqual(packs);
       expect(leftovers(repo)).toEqual([]);
@@ -194,7 +257,9 @@ describe('the packs vanish under the repack (a concurrent git repack -A -d, as g
         expect(next.status).toBe(0);
         expect(leftovers(repo)).toEqual([]);
         expect(integrityProblems(repo, before)).toEqual([]);
-        record(`packs vanish at ${moment}`, 1, 1, [r.status === 0 ? 'completed' : `refused: ${r.stderr.split('\n')[0]}`]);
+        record(`packs vanish at ${moment}`, 1, 1, [
+          r.status === 0 ? 'completed' : `refused: ${r.stderr.split('\n')[0]}`,
+        ]);
         if (process.env.REPACK_TS_SHOW) console.log(moment, r.status, r.stderr);
       } finally {
         dropScratch(repo);
@@ -212,9 +277,13 @@ describe('one repack at a time', () => {
       expect(first.stopped).toBe(true);
       const second = toolFault(ARGS, repo, undefined);
       expect(second.status).toBe(128);
-      expect(second.stderr).toMatch(/^fatal: unable to create '.*maintenance\.lock': File exists\.\n\nAnother git process seems to be running in this repository/);
+      expect(second.stderr).toMatch(
+        /^fatal: unable to create '.*maintenance\.lock': File exists\.\n\nAnother git process seems to be running in this repository/,
+      );
       const packs = fs.readdirSync(path.join(repo, '.git/objects/pack')).sort();
-      const m = git(['maintenance', 'run', '--no-quiet', '--task=incremental-repack'], { cwd: repo });
+      const m = git(['maintenance', 'run', '--no-quiet', '--task=incremental-repack'], {
+        cwd: repo,
+      });
       expect(m.stderr).toMatch(/maintenance(\.lock)?' exists, skipping maintenance/);
       expect(fs.readdirSync(path.join(repo, '.git/objects/pack')).sort()).toEqual(packs);
       first.resume();

@@ -20,16 +20,36 @@ import { acquireRepackLock } from '../src/store/lock.js';
 import { guardLock, removeRegisteredPaths } from '../src/cleanup.js';
 import { fixturePath } from './fixtures/index.js';
 import { countObjects, fsckStrict, git, gitEnv, gitOk, objectSet } from './helpers/git.js';
-import { CLI_BIN, digestDiff, dropScratch, integrityProblems, leftovers, objectsDirOf, procState, record, scaled, scratchCopy, toolFault, tracePoints, treeDigest, type Point } from './helpers/faults.js';
+import {
+  CLI_BIN,
+  digestDiff,
+  dropScratch,
+  integrityProblems,
+  leftovers,
+  objectsDirOf,
+  procState,
+  record,
+  scaled,
+  scratchCopy,
+  toolFault,
+  tracePoints,
+  treeDigest,
+  type Point,
+} from './helpers/faults.js';
 import { pinProcessEnv } from './helpers/hostile-run.js';
 
 pinProcessEnv();
 
 const ARGS = ['-q', '--graph-compression=0'];
 const DEAD = 999_999_999;
-const BARRIER = path.join(path.dirname(fileURLToPath(import.meta.url)), 'helpers', 'lock-barrier.mjs');
+const BARRIER = path.join(
+  path.dirname(fileURLToPath(import.meta.url)),
+  'helpers',
+  'lock-barrier.mjs',
+);
 /** git's refusal of a held lock, as ours words it (store/lock.ts `busy`). */
-const LIVE_LOCK = /^fatal: unable to create '[^']*\/maintenance\.lock': File exists\.\n\nAnother git process seems to be running in this repository/;
+const LIVE_LOCK =
+  /^fatal: unable to create '[^']*\/maintenance\.lock': File exists\.\n\nAnother git process seems to be running in this repository/;
 
 const lockFile = (repo: string): string => path.join(objectsDirOf(repo), 'maintenance.lock');
 const journalFile = (repo: string): string => path.join(objectsDirOf(repo), 'repack-ts.journal');
@@ -40,12 +60,24 @@ const packsOf = (repo: string): string[] =>
     .filter((n) => /^pack-[0-9a-f]+\.pack$/.test(n))
     .map((n) => n.slice(0, -5))
     .sort();
-const sha1 = (file: string): string => createHash('sha1').update(fs.readFileSync(file)).digest('hex');
+const sha1 = (file: string): string =>
+  createHash('sha1').update(fs.readFileSync(file)).digest('hex');
 const nonce = (): string => randomBytes(16).toString('hex');
 
 /** A journal in our format, of a run `pid` with `nonce`. */
 function journalText(pid: number, n: string, fields: Record<string, unknown>): string {
-  return JSON.stringify({ version: 2, pid, host: hostname(), uid: process.getuid?.() ?? -1, nonce: n, packs: [], installed: [], remove: [], midx: { rewrite: false, bitmap: false }, ...fields });
+  return JSON.stringify({
+    version: 2,
+    pid,
+    host: hostname(),
+    uid: process.getuid?.() ?? -1,
+    nonce: n,
+    packs: [],
+    installed: [],
+    remove: [],
+    midx: { rewrite: false, bitmap: false },
+    ...fields,
+  });
 }
 
 /**
@@ -53,8 +85,16 @@ function journalText(pid: number, n: string, fields: Record<string, unknown>): s
  * it (and never deletes it); `git index-pack` makes it readable again. Returns its name and blob ids.
  */
 function idxlessPack(repo: string): { name: string; blobs: string[] } {
-  const blobs = Array.from({ length: 9 }, (_, i) => gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: `only in the pack without an index: ${i}\n` }).trim());
-  const hash = gitOk(['pack-objects', '-q', path.join(packDir(repo), 'pack')], { cwd: repo, input: blobs.join('\n') + '\n' }).trim();
+  const blobs = Array.from({ length: 9 }, (_, i) =>
+    gitOk(['hash-object', '-w', '--stdin'], {
+      cwd: repo,
+      input: `only in the pack without an index: ${i}\n`,
+    }).trim(),
+  );
+  const hash = gitOk(['pack-objects', '-q', path.join(packDir(repo), 'pack')], {
+    cwd: repo,
+    input: blobs.join('\n') + '\n',
+  }).trim();
   gitOk(['prune-packed'], { cwd: repo });
   const name = `pack-${hash}`;
   fs.rmSync(path.join(packDir(repo), `${name}.idx`));
@@ -63,7 +103,11 @@ function idxlessPack(repo: string): { name: string; blobs: string[] } {
 }
 
 /** After the run: the idx-less pack is byte for byte as it was, and `git index-pack` gives its nine blobs back. */
-function expectIdxlessIntact(repo: string, p: { name: string; blobs: string[] }, sum: string): void {
+function expectIdxlessIntact(
+  repo: string,
+  p: { name: string; blobs: string[] },
+  sum: string,
+): void {
   const file = path.join(packDir(repo), `${p.name}.pack`);
   expect(fs.existsSync(file), `${file} deleted`).toBe(true);
   expect(sha1(file)).toBe(sum);
@@ -85,7 +129,10 @@ function oldPackUnlink(repo: string): { k: number; base: string } {
   try {
     const old = packsOf(ref).map((n) => path.join(packDir(ref), n));
     const points = tracePoints(ARGS, ref);
-    const k = pointIndex(points, (p) => p.point === 'unlink' && old.some((b) => p.detail === b + '.pack'));
+    const k = pointIndex(
+      points,
+      (p) => p.point === 'unlink' && old.some((b) => p.detail === b + '.pack'),
+    );
     const base = points[k - 1]!.detail.slice(0, -5);
     return { k, base: path.join(packDir(repo), path.basename(base)) };
   } finally {
@@ -100,7 +147,10 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       const p = idxlessPack(repo);
       const sum = sha1(path.join(packDir(repo), `${p.name}.pack`));
       const others = packsOf(repo).filter((n) => n !== p.name);
-      fs.writeFileSync(journalFile(repo), journalText(DEAD, nonce(), { remove: [p.name, ...others] }));
+      fs.writeFileSync(
+        journalFile(repo),
+        journalText(DEAD, nonce(), { remove: [p.name, ...others] }),
+      );
       const before = objectSet(repo);
       const tree = treeDigest(objectsDirOf(repo));
       const r = toolFault(ARGS, repo, undefined);
@@ -116,7 +166,9 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       fs.writeFileSync(lockFile(repo), `git-repack-ts ${DEAD} ${hostname()} ${nonce()}\n`);
       const t = toolFault(ARGS, repo, undefined);
       expect(t.status, t.stderr).toBe(128);
-      expect(t.stderr).toMatch(/^fatal: .*repack-ts\.journal: the lock this run took over was another run's \(pid 999999999\), not the lock of the run that wrote it \(pid 999999999\); .*nothing was changed/);
+      expect(t.stderr).toMatch(
+        /^fatal: .*repack-ts\.journal: the lock this run took over was another run's \(pid 999999999\), not the lock of the run that wrote it \(pid 999999999\); .*nothing was changed/,
+      );
       // Taken over from a dead run, then let go: the journal and everything else as they were.
       expect(digestDiff(tree, treeDigest(objectsDirOf(repo)))).toEqual([]);
       fs.rmSync(journalFile(repo));
@@ -139,7 +191,9 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       const tree = treeDigest(objectsDirOf(repo));
       const r = toolFault(ARGS, repo, undefined);
       expect(r.status, r.stderr).toBe(128);
-      expect(r.stderr).toMatch(/^fatal: .*repack-ts\.journal: its run \(pid \d+\) left no lock for this run to take over \(a copied or restored journal\?\); .*left alone and nothing was changed\.\n/);
+      expect(r.stderr).toMatch(
+        /^fatal: .*repack-ts\.journal: its run \(pid \d+\) left no lock for this run to take over \(a copied or restored journal\?\); .*left alone and nothing was changed\.\n/,
+      );
       expect(digestDiff(tree, treeDigest(objectsDirOf(repo)))).toEqual([]);
       expect(integrityProblems(repo, before)).toEqual([]);
       // The user removes it, as the message says: the next run repacks everything again.
@@ -192,7 +246,11 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       const { k, base } = oldPackUnlink(repo);
       const killed = toolFault(ARGS, repo, `*:${k}`);
       expect(killed.killed).toBe(true);
-      expect([fs.existsSync(base + '.pack'), fs.existsSync(base + '.idx'), fs.existsSync(base + '.idx.removing')]).toEqual([true, false, true]);
+      expect([
+        fs.existsSync(base + '.pack'),
+        fs.existsSync(base + '.idx'),
+        fs.existsSync(base + '.idx.removing'),
+      ]).toEqual([true, false, true]);
       expect(integrityProblems(repo, before)).toEqual([]);
       const next = toolFault(ARGS, repo, undefined);
       expect([next.status, next.stderr]).toEqual([0, '']);
@@ -228,12 +286,23 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       const { k } = oldPackUnlink(repo);
       const r = toolFault(ARGS, repo, `*:${k}:eio`);
       expect(r.status).toBe(128);
-      expect(r.stderr).toMatch(/^fatal: removing the old packs: unlink '.*\.pack': Input\/output error; the new pack is installed and holds every object; the next run finishes the removal\n/);
-      expect(r.stderr.split('\n')[1]).toBe(`${lockFile(repo)} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`);
-      const j = JSON.parse(fs.readFileSync(journalFile(repo), 'utf8')) as { pid: number; nonce: string };
-      expect(fs.readFileSync(lockFile(repo), 'utf8')).toBe(`git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`);
+      expect(r.stderr).toMatch(
+        /^fatal: removing the old packs: unlink '.*\.pack': Input\/output error; the new pack is installed and holds every object; the next run finishes the removal\n/,
+      );
+      expect(r.stderr.split('\n')[1]).toBe(
+        `${lockFile(repo)} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`,
+      );
+      const j = JSON.parse(fs.readFileSync(journalFile(repo), 'utf8')) as {
+        pid: number;
+        nonce: string;
+      };
+      expect(fs.readFileSync(lockFile(repo), 'utf8')).toBe(
+        `git-repack-ts ${j.pid} ${hostname()} ${j.nonce}\n`,
+      );
       expect(integrityProblems(repo, before)).toEqual([]);
-      const m = git(['maintenance', 'run', '--no-quiet', '--task=incremental-repack'], { cwd: repo });
+      const m = git(['maintenance', 'run', '--no-quiet', '--task=incremental-repack'], {
+        cwd: repo,
+      });
       expect(m.stderr).toMatch(/maintenance(\.lock)?' exists, skipping maintenance/);
       const next = toolFault(ARGS, repo, undefined);
       expect([next.status, next.stderr]).toEqual([0, '']);
@@ -253,8 +322,12 @@ describe('a journal is acted on only for the lock it is tied to (issue 30, item 
       const j = JSON.parse(fs.readFileSync(journalFile(repo), 'utf8')) as { nonce: string };
       expect(toolFault(ARGS, repo, 'phase:locked').killed).toBe(true);
       // The second run's lock names the journal it took over with the first run's lock.
-      expect(fs.readFileSync(lockFile(repo), 'utf8')).toMatch(new RegExp(`^git-repack-ts \\d+ ${hostname()} [0-9a-f]{32} ${j.nonce}\n$`));
-      expect(JSON.parse(fs.readFileSync(journalFile(repo), 'utf8'))).toMatchObject({ nonce: j.nonce });
+      expect(fs.readFileSync(lockFile(repo), 'utf8')).toMatch(
+        new RegExp(`^git-repack-ts \\d+ ${hostname()} [0-9a-f]{32} ${j.nonce}\n$`),
+      );
+      expect(JSON.parse(fs.readFileSync(journalFile(repo), 'utf8'))).toMatchObject({
+        nonce: j.nonce,
+      });
       const next = toolFault(ARGS, repo, undefined);
       expect([next.status, next.stderr]).toEqual([0, '']);
       expect(leftovers(repo)).toEqual([]);
@@ -302,8 +375,12 @@ describe('the lock in one long-lived process (library use)', () => {
         armFaults(undefined, undefined);
       }
       expect((failed as GitRepackError).code).toBe('io');
-      expect((failed as GitRepackError).message).toContain('is left in place: the next git repack-ts takes it over');
-      expect(fs.readFileSync(lockFile(repo), 'utf8')).toMatch(new RegExp(`^git-repack-ts ${process.pid} `));
+      expect((failed as GitRepackError).message).toContain(
+        'is left in place: the next git repack-ts takes it over',
+      );
+      expect(fs.readFileSync(lockFile(repo), 'utf8')).toMatch(
+        new RegExp(`^git-repack-ts ${process.pid} `),
+      );
       await repack(repo, { graphCompression: 0 });
       expect(leftovers(repo)).toEqual([]);
       expect(integrityProblems(repo, after)).toEqual([]);
@@ -327,7 +404,9 @@ describe('the lock in one long-lived process (library use)', () => {
       const other = acquireRepackLock(path.join(repo, '.git'), objects);
       expect(other.previous).toEqual({ ...lock.owner, pending: undefined });
       expect(other.release()).toBe(true);
-      expect(fs.readFileSync(lockFile(repo), 'utf8')).toBe(`git-repack-ts ${process.pid} ${hostname()} ${other.owner.nonce} ${lock.owner.nonce}\n`);
+      expect(fs.readFileSync(lockFile(repo), 'utf8')).toBe(
+        `git-repack-ts ${process.pid} ${hostname()} ${other.owner.nonce} ${lock.owner.nonce}\n`,
+      );
       // A repack then takes it over and acts on the journal (nothing to do in it), and lets it go.
       await repack(repo, { graphCompression: 0 });
       expect(leftovers(repo)).toEqual([]);
@@ -377,12 +456,20 @@ async function until(what: string, ok: () => boolean, ms = 120_000): Promise<voi
  * the lock, then all released together (the first with `firstFault` added to its fault plan); a
  * run that takes the lock stops again at `phase:locked` (holding it), one that refuses exits.
  */
-async function contend(repo: string, n: number, released: string, firstFault = ''): Promise<{ first: Contender; holders: Contender[]; ended: Contender[]; early: Contender[] }> {
+async function contend(
+  repo: string,
+  n: number,
+  released: string,
+  firstFault = '',
+): Promise<{ first: Contender; holders: Contender[]; ended: Contender[]; early: Contender[] }> {
   const all: Contender[] = [];
   for (let i = 0; i < n; i++) {
     const child = spawn(process.execPath, ['--import', BARRIER, CLI_BIN, ...ARGS], {
       cwd: repo,
-      env: gitEnv({ GIT_REPACK_TS_FAULT: `phase:locked:stop${i === 0 ? firstFault : ''}`, LOCK_BARRIER_DIR: released }),
+      env: gitEnv({
+        GIT_REPACK_TS_FAULT: `phase:locked:stop${i === 0 ? firstFault : ''}`,
+        LOCK_BARRIER_DIR: released,
+      }),
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const c: Contender = { child, status: undefined, signal: null, stderr: '' };
@@ -393,16 +480,31 @@ async function contend(repo: string, n: number, released: string, firstFault = '
   let early: Contender[] = [];
   try {
     // Two dozen node start-ups on a loaded two-core machine can take minutes: the wait is long.
-    await until('every run to read the lock and stop', () => all.every((c) => c.status !== undefined || procState(c.child.pid!) === 'T'), 900_000);
+    await until(
+      'every run to read the lock and stop',
+      () => all.every((c) => c.status !== undefined || procState(c.child.pid!) === 'T'),
+      900_000,
+    );
     early = all.filter((c) => c.status !== undefined);
     for (const c of all) if (c.status === undefined) process.kill(c.child.pid!, 'SIGCONT');
-    const resumed = (c: Contender): boolean => fs.existsSync(path.join(released, String(c.child.pid)));
-    await until('every run to take the lock or end', () => all.every((c) => c.status !== undefined || (resumed(c) && procState(c.child.pid!) === 'T')), 900_000);
+    const resumed = (c: Contender): boolean =>
+      fs.existsSync(path.join(released, String(c.child.pid)));
+    await until(
+      'every run to take the lock or end',
+      () =>
+        all.every((c) => c.status !== undefined || (resumed(c) && procState(c.child.pid!) === 'T')),
+      900_000,
+    );
   } catch (e) {
     for (const c of all) if (c.status === undefined) c.child.kill('SIGKILL');
     throw e;
   }
-  return { first: all[0]!, holders: all.filter((c) => c.status === undefined), ended: all.filter((c) => c.status !== undefined && !early.includes(c)), early };
+  return {
+    first: all[0]!,
+    holders: all.filter((c) => c.status === undefined),
+    ended: all.filter((c) => c.status !== undefined && !early.includes(c)),
+    early,
+  };
 }
 
 /** The stale lock of each round: a dead run of ours, one of an older build (no nonce), a killed run with its journal. */
@@ -412,7 +514,11 @@ function makeStale(repo: string, kind: (typeof STALE_KINDS)[number]): void {
   if (kind === 'killed run with journal') {
     expect(toolFault(ARGS, repo, 'phase:remove').killed).toBe(true);
     expect(fs.existsSync(journalFile(repo))).toBe(true);
-  } else fs.writeFileSync(lockFile(repo), `git-repack-ts ${DEAD} ${hostname()}${kind === 'dead pid' ? ` ${nonce()}` : ''}\n`);
+  } else
+    fs.writeFileSync(
+      lockFile(repo),
+      `git-repack-ts ${DEAD} ${hostname()}${kind === 'dead pid' ? ` ${nonce()}` : ''}\n`,
+    );
 }
 
 /**
@@ -421,7 +527,11 @@ function makeStale(repo: string, kind: (typeof STALE_KINDS)[number]): void {
  * at most one does, and a run started afterwards takes over whatever it left. Either way the
  * repository keeps every object and nothing of ours is left. Returns the problems and what happened.
  */
-async function takeoverRound(kind: (typeof STALE_KINDS)[number], n: number, kill: boolean): Promise<{ problems: string[]; outcome: string }> {
+async function takeoverRound(
+  kind: (typeof STALE_KINDS)[number],
+  n: number,
+  kill: boolean,
+): Promise<{ problems: string[]; outcome: string }> {
   const repo = scratchCopy(fixturePath('basic'), 'takeover');
   const released = fs.mkdtempSync(path.join(path.dirname(path.dirname(repo)), 'released-'));
   const problems: string[] = [];
@@ -429,19 +539,44 @@ async function takeoverRound(kind: (typeof STALE_KINDS)[number], n: number, kill
   try {
     const before = objectSet(repo);
     makeStale(repo, kind);
-    const { first, holders, ended, early } = await contend(repo, n, released, kill ? ',rename:1:kill' : '');
-    for (const c of early) problems.push(`a run ended before it read the lock: ${c.status} ${c.signal ?? ''} ${c.stderr}`);
-    if (holders.length > 1 || (holders.length === 0 && !kill)) problems.push(`${holders.length} runs held the lock at once`);
+    const { first, holders, ended, early } = await contend(
+      repo,
+      n,
+      released,
+      kill ? ',rename:1:kill' : '',
+    );
+    for (const c of early)
+      problems.push(
+        `a run ended before it read the lock: ${c.status} ${c.signal ?? ''} ${c.stderr}`,
+      );
+    if (holders.length > 1 || (holders.length === 0 && !kill))
+      problems.push(`${holders.length} runs held the lock at once`);
     for (const c of ended) {
       if (kill && c === first && c.signal === 'SIGKILL') continue;
-      if (c.status !== 128 || !LIVE_LOCK.test(c.stderr)) problems.push(`a run that did not take the lock: ${c.status} ${c.signal ?? ''} ${c.stderr}`);
+      if (c.status !== 128 || !LIVE_LOCK.test(c.stderr))
+        problems.push(
+          `a run that did not take the lock: ${c.status} ${c.signal ?? ''} ${c.stderr}`,
+        );
     }
-    if (kill) outcome = first.signal !== 'SIGKILL' ? 'the first lost the race' : holders.length === 1 ? 'the first was killed, another took the lock over from it' : 'the first was killed, the lock was left to the next run';
+    if (kill)
+      outcome =
+        first.signal !== 'SIGKILL'
+          ? 'the first lost the race'
+          : holders.length === 1
+            ? 'the first was killed, another took the lock over from it'
+            : 'the first was killed, the lock was left to the next run';
     for (const c of holders) process.kill(c.child.pid!, 'SIGCONT');
-    await until('the holders to finish', () => holders.every((c) => c.status !== undefined), 900_000);
-    for (const c of holders) if (c.status !== 0 || c.stderr !== '') problems.push(`a holder ended with ${c.status}: ${c.stderr}`);
+    await until(
+      'the holders to finish',
+      () => holders.every((c) => c.status !== undefined),
+      900_000,
+    );
+    for (const c of holders)
+      if (c.status !== 0 || c.stderr !== '')
+        problems.push(`a holder ended with ${c.status}: ${c.stderr}`);
     const after = toolFault(ARGS, repo, undefined);
-    if (after.status !== 0 || after.stderr !== '') problems.push(`the run after them ended with ${after.status}: ${after.stderr}`);
+    if (after.status !== 0 || after.stderr !== '')
+      problems.push(`the run after them ended with ${after.status}: ${after.stderr}`);
     problems.push(...integrityProblems(repo, before));
     const left = leftovers(repo);
     if (left.length > 0) problems.push(`left ${left.join(', ')}`);
@@ -458,22 +593,36 @@ describe('a stale lock is taken over by one run only (issue 30, item 5)', () => 
     [false, scaled(3, 30)],
     [true, scaled(1, 12)],
   ] as const) {
-    const what = kill ? 'the first killed as it takes it over: at most one takes it, a later run takes over what it left' : 'one takes it, the others refuse as if it were live';
-    it(`${n} runs released together against a stale lock, ${rounds} times; ${what}`, async () => {
-      const problems: string[] = [];
-      const outcomes = new Map<string, number>();
-      let held = 0;
-      for (let round = 0; round < rounds; round++) {
-        const kind = STALE_KINDS[round % STALE_KINDS.length]!;
-        const r = await takeoverRound(kind, n, kill);
-        if (r.problems.length === 0) held++;
-        outcomes.set(r.outcome, (outcomes.get(r.outcome) ?? 0) + 1);
-        problems.push(...r.problems.map((x) => `round ${round} (${kind}): ${x}`));
-      }
-      const notes = [`stale locks: ${STALE_KINDS.join(', ')} in turn`, ...[...outcomes].map(([o, k]) => `${k}: ${o}`)];
-      record(`lock takeover: ${n} runs released together${kill ? ', the first killed in the act' : ''}`, rounds, held, notes);
-      expect(problems).toEqual([]);
-    }, scaled(600_000, 3_600_000));
+    const what = kill
+      ? 'the first killed as it takes it over: at most one takes it, a later run takes over what it left'
+      : 'one takes it, the others refuse as if it were live';
+    it(
+      `${n} runs released together against a stale lock, ${rounds} times; ${what}`,
+      async () => {
+        const problems: string[] = [];
+        const outcomes = new Map<string, number>();
+        let held = 0;
+        for (let round = 0; round < rounds; round++) {
+          const kind = STALE_KINDS[round % STALE_KINDS.length]!;
+          const r = await takeoverRound(kind, n, kill);
+          if (r.problems.length === 0) held++;
+          outcomes.set(r.outcome, (outcomes.get(r.outcome) ?? 0) + 1);
+          problems.push(...r.problems.map((x) => `round ${round} (${kind}): ${x}`));
+        }
+        const notes = [
+          `stale locks: ${STALE_KINDS.join(', ')} in turn`,
+          ...[...outcomes].map(([o, k]) => `${k}: ${o}`),
+        ];
+        record(
+          `lock takeover: ${n} runs released together${kill ? ', the first killed in the act' : ''}`,
+          rounds,
+          held,
+          notes,
+        );
+        expect(problems).toEqual([]);
+      },
+      scaled(600_000, 3_600_000),
+    );
   }
 
   it('a takeover marker: one naming a dead contender is taken over and swept, a live one or a foreign one refuses', () => {
@@ -498,7 +647,10 @@ describe('a stale lock is taken over by one run only (issue 30, item 5)', () => 
         const t = toolFault(ARGS, repo, undefined);
         expect(t.status, t.stderr).toBe(128);
         expect(t.stderr).toMatch(LIVE_LOCK);
-        expect([fs.readFileSync(lockFile(repo), 'utf8'), fs.readFileSync(marker, 'utf8')]).toEqual([stale, held]);
+        expect([fs.readFileSync(lockFile(repo), 'utf8'), fs.readFileSync(marker, 'utf8')]).toEqual([
+          stale,
+          held,
+        ]);
       }
       // An older build's lock (no nonce) is keyed by its bytes.
       const old = `git-repack-ts ${DEAD} ${hostname()}\n`;

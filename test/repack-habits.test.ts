@@ -17,7 +17,14 @@ function state(repo: string): { objects: string[]; packs: number; loose: number 
 }
 
 describe("git repack's options, as a git user types them", () => {
-  it.each([[['-a', '-d']], [['-adq']], [['-adl']], [['-a', '-d', '-l', '-q']], [['-A', '-d']], [['-adk']]])(
+  it.each([
+    [['-a', '-d']],
+    [['-adq']],
+    [['-adl']],
+    [['-a', '-d', '-l', '-q']],
+    [['-A', '-d']],
+    [['-adk']],
+  ])(
     '%j: accepted, one pack of every object, like git repack with the same options',
     (opts) => {
       const ours = useFixtureCopy('multi-pack');
@@ -41,38 +48,57 @@ describe("git repack's options, as a git user types them", () => {
   );
 
   it.each([
-    [['-adf'], /^error: -f: git repack-ts searches for no deltas, it keeps every one as it is; for a new delta search run 'git repack -a -d -f', then git repack-ts\n$/],
-    [['-a', '-d', '-F'], /^error: -F: git repack-ts keeps every delta and re-deflates what its levels change \(--compression=<n>: every entry\); for a new delta search run 'git repack -a -d -F', then git repack-ts\n$/],
-    [['--window=50'], /^error: --window: .* run 'git repack -a -d -f --window=<n>', then git repack-ts\n$/],
-    [['--depth', '20'], /^error: --depth: .* run 'git repack -a -d -f --depth=<n>', then git repack-ts\n$/],
+    [
+      ['-adf'],
+      /^error: -f: git repack-ts searches for no deltas, it keeps every one as it is; for a new delta search run 'git repack -a -d -f', then git repack-ts\n$/,
+    ],
+    [
+      ['-a', '-d', '-F'],
+      /^error: -F: git repack-ts keeps every delta and re-deflates what its levels change \(--compression=<n>: every entry\); for a new delta search run 'git repack -a -d -F', then git repack-ts\n$/,
+    ],
+    [
+      ['--window=50'],
+      /^error: --window: .* run 'git repack -a -d -f --window=<n>', then git repack-ts\n$/,
+    ],
+    [
+      ['--depth', '20'],
+      /^error: --depth: .* run 'git repack -a -d -f --depth=<n>', then git repack-ts\n$/,
+    ],
     [['--window-memory=1g'], /^error: --window-memory: .*\n$/],
-  ])('%j (which git repack takes): one line saying what we do instead, exit 129, nothing touched', (opts, line) => {
-    const repo = useFixtureCopy('basic');
-    const before = state(repo);
-    // git takes the option (here on a copy): ours is a refusal, not an unknown switch.
-    const theirs = useFixtureCopy('basic');
-    expect(git(['repack', ...opts], { cwd: theirs }).status).toBe(0);
-    const r = tool([...opts, '--graph-compression=0'], { cwd: repo });
-    expect(r.status).toBe(129);
-    expect(r.stderr).toMatch(line);
-    expect(r.stdout).toBe('');
-    expect(state(repo)).toEqual(before);
-  });
+  ])(
+    '%j (which git repack takes): one line saying what we do instead, exit 129, nothing touched',
+    (opts, line) => {
+      const repo = useFixtureCopy('basic');
+      const before = state(repo);
+      // git takes the option (here on a copy): ours is a refusal, not an unknown switch.
+      const theirs = useFixtureCopy('basic');
+      expect(git(['repack', ...opts], { cwd: theirs }).status).toBe(0);
+      const r = tool([...opts, '--graph-compression=0'], { cwd: repo });
+      expect(r.status).toBe(129);
+      expect(r.stderr).toMatch(line);
+      expect(r.stdout).toBe('');
+      expect(state(repo)).toEqual(before);
+    },
+  );
 
-  it.each([[['-adb']], [['-a', '-d', '--write-bitmap-index']]])('%j: a reachability bitmap, as git repack writes one, that git checks', (opts) => {
-    const ours = useFixtureCopy('multi-pack');
-    const theirs = useFixtureCopy('multi-pack');
-    const before = objectSet(ours);
-    expect(git(['repack', ...opts], { cwd: theirs }).status).toBe(0);
-    const r = tool([...opts, '--graph-compression=0'], { cwd: ours });
-    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-    const bitmaps = (repo: string): string[] => fs.readdirSync(packDirOf(repo)).filter((n) => path.extname(n) === '.bitmap');
-    expect(bitmaps(theirs)).toHaveLength(1);
-    expect(bitmaps(ours)).toHaveLength(1);
-    expect(git(['rev-list', '--test-bitmap', 'HEAD'], { cwd: ours }).status).toBe(0);
-    expect(objectSet(ours)).toEqual(before);
-    expect(fsckStrict(ours).status).toBe(0);
-  });
+  it.each([[['-adb']], [['-a', '-d', '--write-bitmap-index']]])(
+    '%j: a reachability bitmap, as git repack writes one, that git checks',
+    (opts) => {
+      const ours = useFixtureCopy('multi-pack');
+      const theirs = useFixtureCopy('multi-pack');
+      const before = objectSet(ours);
+      expect(git(['repack', ...opts], { cwd: theirs }).status).toBe(0);
+      const r = tool([...opts, '--graph-compression=0'], { cwd: ours });
+      expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+      const bitmaps = (repo: string): string[] =>
+        fs.readdirSync(packDirOf(repo)).filter((n) => path.extname(n) === '.bitmap');
+      expect(bitmaps(theirs)).toHaveLength(1);
+      expect(bitmaps(ours)).toHaveLength(1);
+      expect(git(['rev-list', '--test-bitmap', 'HEAD'], { cwd: ours }).status).toBe(0);
+      expect(objectSet(ours)).toEqual(before);
+      expect(fsckStrict(ours).status).toBe(0);
+    },
+  );
 
   it("an option git repack does not know either: git's parse-options error, exit 129", () => {
     const repo = useFixtureCopy('basic');
@@ -87,7 +113,8 @@ describe("git repack's options, as a git user types them", () => {
     const g = git(['repack', '--keep'], { cwd: repo });
     const r = tool(['--keep'], { cwd: repo });
     expect(r.status).toBe(g.status);
-    const both = /^error: ambiguous option: keep \(could be --keep-(unreachable|pack) or --keep-(unreachable|pack)\)\n/;
+    const both =
+      /^error: ambiguous option: keep \(could be --keep-(unreachable|pack) or --keep-(unreachable|pack)\)\n/;
     expect(g.stderr).toMatch(both);
     expect(r.stderr).toMatch(both);
   });

@@ -5,7 +5,16 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, type FixtureName } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { countObjects, fsckStrict, git, gitOk, listPacks, objectSet, packDirOf, verifyPack } from './helpers/git.js';
+import {
+  countObjects,
+  fsckStrict,
+  git,
+  gitOk,
+  listPacks,
+  objectSet,
+  packDirOf,
+  verifyPack,
+} from './helpers/git.js';
 import { entryZlibInfo } from './helpers/pack-bytes.js';
 import { expectGitIndexes } from './helpers/git-indexes.js';
 import { tool, toolOk } from './helpers/tool.js';
@@ -24,13 +33,34 @@ interface Scenario {
 }
 
 const SCENARIOS: Scenario[] = [
-  { name: 'all default', args: ['--compression=-1'], levels: { commit: -1, tree: -1, blob: -1, tag: -1 } },
-  { name: 'commits 0', args: ['--commit-compression=0'], levels: { commit: 0, tree: -1, blob: -1, tag: -1 } },
-  { name: 'trees 0', args: ['--tree-compression=0'], levels: { commit: -1, tree: 0, blob: -1, tag: -1 } },
-  { name: 'both 0', args: ['--graph-compression=0'], levels: { commit: 0, tree: 0, blob: -1, tag: -1 } },
+  {
+    name: 'all default',
+    args: ['--compression=-1'],
+    levels: { commit: -1, tree: -1, blob: -1, tag: -1 },
+  },
+  {
+    name: 'commits 0',
+    args: ['--commit-compression=0'],
+    levels: { commit: 0, tree: -1, blob: -1, tag: -1 },
+  },
+  {
+    name: 'trees 0',
+    args: ['--tree-compression=0'],
+    levels: { commit: -1, tree: 0, blob: -1, tag: -1 },
+  },
+  {
+    name: 'both 0',
+    args: ['--graph-compression=0'],
+    levels: { commit: 0, tree: 0, blob: -1, tag: -1 },
+  },
   {
     name: 'mixed',
-    args: ['--commit-compression=0', '--tree-compression=9', '--blob-compression=1', '--tag-compression=0'],
+    args: [
+      '--commit-compression=0',
+      '--tree-compression=9',
+      '--blob-compression=1',
+      '--tag-compression=0',
+    ],
     levels: { commit: 0, tree: 9, blob: 1, tag: 0 },
   },
 ];
@@ -46,7 +76,13 @@ function packFiles(repo: string): string[] {
 }
 
 /** Everything git can say about a rewritten repository. */
-function checkRewritten(repo: string, before: string[], sc: Scenario, hashLen: number, promisor: boolean): void {
+function checkRewritten(
+  repo: string,
+  before: string[],
+  sc: Scenario,
+  hashLen: number,
+  promisor: boolean,
+): void {
   expect(objectSet(repo)).toEqual(before);
   const f = fsckStrict(repo);
   expect(f.output).toBe('');
@@ -73,7 +109,18 @@ function checkRewritten(repo: string, before: string[], sc: Scenario, hashLen: n
 }
 
 const MATRIX: FixtureName[] = ['basic', 'multi-pack', 'sha256'];
-const ONE_SCENARIO: FixtureName[] = ['ref-delta', 'large-offset', 'idx-v1', 'bare', 'alternates', 'promisor', 'keep', 'midx-bitmap', 'big-blob', 'pack-v3'];
+const ONE_SCENARIO: FixtureName[] = [
+  'ref-delta',
+  'large-offset',
+  'idx-v1',
+  'bare',
+  'alternates',
+  'promisor',
+  'keep',
+  'midx-bitmap',
+  'big-blob',
+  'pack-v3',
+];
 
 describe('repack rewrites every pack, losing nothing', () => {
   for (const name of MATRIX) {
@@ -89,7 +136,9 @@ describe('repack rewrites every pack, losing nothing', () => {
         const files = packFiles(repo);
         const again = JSON.parse(toolOk(['--json', ...sc.args], { cwd: repo }));
         expect(again.partitions).toEqual([]);
-        expect(again.provenPacks.sort()).toEqual(files.filter((f) => f.endsWith('.pack')).map((f) => f.slice(0, -5)));
+        expect(again.provenPacks.sort()).toEqual(
+          files.filter((f) => f.endsWith('.pack')).map((f) => f.slice(0, -5)),
+        );
         const all = JSON.parse(toolOk(['--json', '-a', ...sc.args], { cwd: repo }));
         expect(all.partitions.length).toBeGreaterThan(0);
         for (const p of all.partitions) {
@@ -141,13 +190,17 @@ describe('what stays and what goes', () => {
     expect(out.midx).toBe('rewritten');
     gitOk(['multi-pack-index', 'verify'], { cwd: repo });
     const dir = packDirOf(repo);
-    expect(fs.readdirSync(dir).some((f) => /^multi-pack-index-[0-9a-f]+\.bitmap$/.test(f))).toBe(true);
+    expect(fs.readdirSync(dir).some((f) => /^multi-pack-index-[0-9a-f]+\.bitmap$/.test(f))).toBe(
+      true,
+    );
     expect(fsckStrict(repo).status).toBe(0);
   });
 
   it('promisor packs become one promisor pack carrying the old .promisor contents', () => {
     const repo = useFixtureCopy('promisor');
-    const olds = listPacks(repo).map((p) => fs.readFileSync(p.replace(/\.pack$/, '.promisor'), 'utf8'));
+    const olds = listPacks(repo).map((p) =>
+      fs.readFileSync(p.replace(/\.pack$/, '.promisor'), 'utf8'),
+    );
     expect(olds.length).toBe(2);
     toolOk(['-q', '--graph-compression=0'], { cwd: repo });
     const packs = listPacks(repo);
@@ -155,7 +208,9 @@ describe('what stays and what goes', () => {
     const content = fs.readFileSync(packs[0]!.replace(/\.pack$/, '.promisor'), 'utf8');
     const want = [...new Set(olds.join('').split('\n').filter(Boolean))].sort();
     expect(content.split('\n').filter(Boolean).sort()).toEqual(want);
-    expect(git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).status).toBe(0);
+    expect(git(['rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).status).toBe(
+      0,
+    );
   });
 
   it('a commit-graph stays valid', () => {
@@ -167,10 +222,18 @@ describe('what stays and what goes', () => {
 
   it('--dry-run touches nothing and predicts the level-0 size exactly', () => {
     const repo = useFixtureCopy('basic');
-    const files = packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+    const files = packFiles(repo).map((f) => [
+      f,
+      fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex'),
+    ]);
     const loose = countObjects(repo).count;
     const dry = JSON.parse(toolOk(['--json', '--dry-run', '--graph-compression=0'], { cwd: repo }));
-    expect(packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')])).toEqual(files);
+    expect(
+      packFiles(repo).map((f) => [
+        f,
+        fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex'),
+      ]),
+    ).toEqual(files);
     expect(countObjects(repo).count).toBe(loose);
     expect(dry.dryRun).toBe(true);
     const predicted = dry.partitions[0].stats.bytesOut;
@@ -204,7 +267,9 @@ describe('what stays and what goes', () => {
     expect(after.tree).toEqual(new Set(['0 stored']));
     expect(after.blob).toEqual(blobsAt1);
     // Asked for, the blobs move to the default level.
-    const again = JSON.parse(toolOk(['--json', '--graph-compression=0', '--blob-compression=-1'], { cwd: repo }));
+    const again = JSON.parse(
+      toolOk(['--json', '--graph-compression=0', '--blob-compression=-1'], { cwd: repo }),
+    );
     expect(again.partitions[0].stats.reencoded.blob).toBeGreaterThan(0);
     // (zlib at level 6 may still store a block it cannot shrink: FLEVEL is what counts.)
     expect(new Set([...levelsOf().blob!].map((l) => l[0]))).toEqual(new Set(['2']));
@@ -220,7 +285,12 @@ describe('what stays and what goes', () => {
     expect(out.levels).toEqual({ commit: 0, tree: 6, blob: 'keep', tag: 'keep' });
     const flag = JSON.parse(toolOk(['--json', '--dry-run', '--tree-compression=2'], { cwd: repo }));
     expect(flag.levels.tree).toBe(2);
-    const viaC = JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env: { GIT_CONFIG_PARAMETERS: "'pack.blobcompression'='3'" } }));
+    const viaC = JSON.parse(
+      toolOk(['--json', '--dry-run'], {
+        cwd: repo,
+        env: { GIT_CONFIG_PARAMETERS: "'pack.blobcompression'='3'" },
+      }),
+    );
     expect(viaC.levels.blob).toBe(3);
   });
 
@@ -236,7 +306,10 @@ describe('what stays and what goes', () => {
       const env = { GIT_CONFIG_GLOBAL: global };
       const levels = () => JSON.parse(toolOk(['--json', '--dry-run'], { cwd: repo, env })).levels;
       const gitSays = (key: string) => Number(gitOk(['config', key], { cwd: repo, env }).trim());
-      expect(levels()).toMatchObject({ commit: gitSays('pack.graphCompression'), tree: gitSays('pack.treeCompression') });
+      expect(levels()).toMatchObject({
+        commit: gitSays('pack.graphCompression'),
+        tree: gitSays('pack.treeCompression'),
+      });
       expect(levels()).toMatchObject({ commit: 1, tree: 7 });
       // An include, a quoted value with a comment: only git reads those.
       fs.writeFileSync(path.join(dotgit, 'more'), '[pack]\n\ttreeCompression = "3" ; a comment\n');
@@ -292,9 +365,21 @@ describe('worker threads change nothing but the speed', () => {
     it(`${name}: the same pack with and without worker threads`, () => {
       const a = useFixtureCopy(name);
       const b = useFixtureCopy(name);
-      const ra = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: a, env: { GIT_REPACK_TS_THREADS: '0' } }));
-      const rb = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: b, env: { GIT_REPACK_TS_THREADS: '2' } }));
-      expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(ra.partitions.map((p: { newPack: string }) => p.newPack));
+      const ra = JSON.parse(
+        toolOk(['--json', '--graph-compression=0'], {
+          cwd: a,
+          env: { GIT_REPACK_TS_THREADS: '0' },
+        }),
+      );
+      const rb = JSON.parse(
+        toolOk(['--json', '--graph-compression=0'], {
+          cwd: b,
+          env: { GIT_REPACK_TS_THREADS: '2' },
+        }),
+      );
+      expect(rb.partitions.map((p: { newPack: string }) => p.newPack)).toEqual(
+        ra.partitions.map((p: { newPack: string }) => p.newPack),
+      );
       expect(fsckStrict(b).status).toBe(0);
       // The writing thread's .idx (its CRC32s) and .rev are the ones git writes for that pack.
       for (const pack of listPacks(b)) expectGitIndexes(b, pack);
@@ -304,16 +389,31 @@ describe('worker threads change nothing but the speed', () => {
 
 describe('what goes to a worker thread is moved, not copied', () => {
   it("a job's and a result's own buffers are transferred; a view into Node's pool never is", () => {
-    const job = emptyJob(3, new ArrayBuffer(64), new ArrayBuffer(32), { hashLen: 20, files: [{ path: 'p', fd: 0 }], zstdIn: true, zstdOut: false, maxLen: true });
+    const job = emptyJob(3, new ArrayBuffer(64), new ArrayBuffer(32), {
+      hashLen: 20,
+      files: [{ path: 'p', fd: 0 }],
+      zstdIn: true,
+      zstdOut: false,
+      maxLen: true,
+    });
     const list = transferList(job);
     // Every typed array of the job and both buffers, each once; nothing shared with anything else.
-    const own = Object.values(job).flatMap((v) => (v instanceof ArrayBuffer ? [v] : ArrayBuffer.isView(v) ? [v.buffer] : []));
+    const own = Object.values(job).flatMap((v) =>
+      v instanceof ArrayBuffer ? [v] : ArrayBuffer.isView(v) ? [v.buffer] : [],
+    );
     expect(new Set(list)).toEqual(new Set(own));
     expect(list.length).toBe(new Set(list).size);
     // A small Buffer is a slice of Node's shared pool: moving it would empty every other one.
     const pooled = Buffer.from('abc');
     expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
-    const result = { buf: new ArrayBuffer(8), out: new ArrayBuffer(8), outStart: new Uint32Array(1), outLen: new Uint32Array(1), size: new Float64Array(1), kept: pooled };
+    const result = {
+      buf: new ArrayBuffer(8),
+      out: new ArrayBuffer(8),
+      outStart: new Uint32Array(1),
+      outLen: new Uint32Array(1),
+      size: new Float64Array(1),
+      kept: pooled,
+    };
     expect(transferList(result)).not.toContain(pooled.buffer);
     expect(transferList(result)).toHaveLength(5);
     // And postMessage takes the list: the job arrives whole on the other side, the buffers detached here.
@@ -332,7 +432,12 @@ describe('every delta is kept, on the base it had', () => {
   for (const name of ['bare', 'ref-delta', 'promisor'] as const) {
     it(`${name}: git verify-pack -v names the same base for every object before and after`, () => {
       const repo = useFixtureCopy(name);
-      const bases = (): Map<string, string> => new Map(listPacks(repo).flatMap((p) => verifyPack(repo, p).entries.map((e) => [e.oid, e.base ?? ''] as [string, string])));
+      const bases = (): Map<string, string> =>
+        new Map(
+          listPacks(repo).flatMap((p) =>
+            verifyPack(repo, p).entries.map((e) => [e.oid, e.base ?? ''] as [string, string]),
+          ),
+        );
       const before = bases();
       expect([...before.values()].filter((b) => b !== '').length).toBeGreaterThan(10);
       toolOk(['--graph-compression=0'], { cwd: repo });
@@ -345,7 +450,9 @@ describe('every delta is kept, on the base it had', () => {
 
 describe('a multi-pack-index.lock left by a killed run', () => {
   const lock = (repo: string) => path.join(packDirOf(repo), 'multi-pack-index.lock');
-  const hasMidx = (repo: string) => fs.existsSync(path.join(packDirOf(repo), 'multi-pack-index')) && fs.readdirSync(packDirOf(repo)).some((f) => /^multi-pack-index-.*\.bitmap$/.test(f));
+  const hasMidx = (repo: string) =>
+    fs.existsSync(path.join(packDirOf(repo), 'multi-pack-index')) &&
+    fs.readdirSync(packDirOf(repo)).some((f) => /^multi-pack-index-.*\.bitmap$/.test(f));
   it('is removed by the recovery when the run made it (no older than its journal), and the midx and bitmap come back', () => {
     const repo = useFixtureCopy('midx-bitmap');
     const before = objectSet(repo);
@@ -354,13 +461,15 @@ describe('a multi-pack-index.lock left by a killed run', () => {
     fs.writeFileSync(lock(repo), '');
     const r = tool(['--graph-compression=0'], { cwd: repo });
     expect(r.status).toBe(0);
-    expect(r.stderr).toContain(`warning: removed ${lock(repo)}, left by git multi-pack-index write in an interrupted run`);
+    expect(r.stderr).toContain(
+      `warning: removed ${lock(repo)}, left by git multi-pack-index write in an interrupted run`,
+    );
     expect(fs.existsSync(lock(repo))).toBe(false);
     expect(hasMidx(repo)).toBe(true);
     expect(objectSet(repo)).toEqual(before);
     expect(fsckStrict(repo).status).toBe(0);
   });
-  it('is left alone when it is older than the run (someone else\'s), and the midx write reports it', () => {
+  it("is left alone when it is older than the run (someone else's), and the midx write reports it", () => {
     const repo = useFixtureCopy('midx-bitmap');
     fs.writeFileSync(lock(repo), '');
     const old = new Date(Date.now() - 3600_000);
@@ -382,13 +491,29 @@ describe('hundreds of packs', () => {
         // Each pack holds a blob of its own and the next one's (a duplicate across packs); the
         // last 11 blobs stay loose as well (duplicates of packed objects).
         const ids: string[] = [];
-        for (let i = 0; i <= 260; i++) ids.push(gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: `blob ${i}\n${'x'.repeat(i)}\n` }).trim());
-        for (let i = 0; i < 260; i++) gitOk(['pack-objects', '-q', 'objects/pack/pack'], { cwd: repo, input: `${ids[i]}\n${ids[i + 1]}\n` });
-        for (let i = 0; i < 250; i++) fs.rmSync(path.join(repo, 'objects', ids[i]!.slice(0, 2), ids[i]!.slice(2)));
+        for (let i = 0; i <= 260; i++)
+          ids.push(
+            gitOk(['hash-object', '-w', '--stdin'], {
+              cwd: repo,
+              input: `blob ${i}\n${'x'.repeat(i)}\n`,
+            }).trim(),
+          );
+        for (let i = 0; i < 260; i++)
+          gitOk(['pack-objects', '-q', 'objects/pack/pack'], {
+            cwd: repo,
+            input: `${ids[i]}\n${ids[i + 1]}\n`,
+          });
+        for (let i = 0; i < 250; i++)
+          fs.rmSync(path.join(repo, 'objects', ids[i]!.slice(0, 2), ids[i]!.slice(2)));
         expect(listPacks(repo).length).toBe(260);
         const before = objectSet(repo);
         expect(before.length).toBe(261);
-        const r = JSON.parse(toolOk(['--json', '--graph-compression=0'], { cwd: repo, env: { GIT_REPACK_TS_THREADS: threads } }));
+        const r = JSON.parse(
+          toolOk(['--json', '--graph-compression=0'], {
+            cwd: repo,
+            env: { GIT_REPACK_TS_THREADS: threads },
+          }),
+        );
         expect(r.partitions[0].stats.duplicatesDropped).toBe(259 + 11);
         expect(objectSet(repo)).toEqual(before);
         expect(listPacks(repo).length).toBe(1);
@@ -413,13 +538,22 @@ describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing chan
       bytes[blob.offset + blob.sizeInPack - 2]! ^= 0x55;
       fs.chmodSync(pack, 0o644);
       fs.writeFileSync(pack, bytes);
-      const snapshot = () => packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+      const snapshot = () =>
+        packFiles(repo).map((f) => [
+          f,
+          fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex'),
+        ]);
       const before = snapshot();
       const loose = countObjects(repo).count;
-      const r = tool(['--graph-compression=0'], { cwd: repo, env: { GIT_REPACK_TS_THREADS: threads } });
+      const r = tool(['--graph-compression=0'], {
+        cwd: repo,
+        env: { GIT_REPACK_TS_THREADS: threads },
+      });
       expect(r.status).toBe(128);
       // Named as git names a corrupt packed object, with the entry's type (as git verify-pack gives it).
-      expect(r.stderr).toBe(`fatal: packed object ${blob.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${blob.offset} (${blob.type} entry)\n`);
+      expect(r.stderr).toBe(
+        `fatal: packed object ${blob.oid} (stored in ${pack}) is corrupt: entry does not match its CRC32 in the index at offset ${blob.offset} (${blob.type} entry)\n`,
+      );
       expect(snapshot()).toEqual(before);
       expect(countObjects(repo).count).toBe(loose);
     });
@@ -429,9 +563,15 @@ describe('a damaged source pack stops the rewrite: fatal, exit 128, nothing chan
 describe('what only the git check sees', () => {
   // A commit whose bytes are another commit's under its id, CRC32 and trailer consistent: our
   // own checks (CRC, inflate-compare of the re-encoding) pass; only git, hashing it, sees it.
-  const data = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 0 +0000\ncommitter A <a@b> 0 +0000\n\nthe real one\n');
+  const data = Buffer.from(
+    'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 0 +0000\ncommitter A <a@b> 0 +0000\n\nthe real one\n',
+  );
   const other = Buffer.from(data.toString().replace('the real one', 'an other one'));
-  const forged = forge([{ type: OBJ.commit, data: other }], [objectId(OBJ.commit, data, 'sha1')], 'sha1');
+  const forged = forge(
+    [{ type: OBJ.commit, data: other }],
+    [objectId(OBJ.commit, data, 'sha1')],
+    'sha1',
+  );
   const install = (repo: string): string => {
     const base = path.join(packDirOf(repo), forged.name);
     fs.writeFileSync(base + '.pack', forged.pack);
@@ -442,12 +582,24 @@ describe('what only the git check sees', () => {
   it('a re-encoded commit that hashes to another id: refused by default, nothing changed', () => {
     const repo = useFixtureCopy('basic');
     const pack = install(repo);
-    const before = packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')]);
+    const before = packFiles(repo).map((f) => [
+      f,
+      fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex'),
+    ]);
     const r = tool(['--graph-compression=0'], { cwd: repo });
     expect(r.status).toBe(128);
-    expect(r.stderr).toContain(`fatal: git could not read back the rewritten entries; nothing was changed.`);
-    expect(r.stderr).toContain(`${pack}: object ${objectId(OBJ.commit, data, 'sha1').toString('hex')} at offset ${forged.offsets[0]}`);
-    expect(packFiles(repo).map((f) => [f, fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex')])).toEqual(before);
+    expect(r.stderr).toContain(
+      `fatal: git could not read back the rewritten entries; nothing was changed.`,
+    );
+    expect(r.stderr).toContain(
+      `${pack}: object ${objectId(OBJ.commit, data, 'sha1').toString('hex')} at offset ${forged.offsets[0]}`,
+    );
+    expect(
+      packFiles(repo).map((f) => [
+        f,
+        fs.readFileSync(path.join(packDirOf(repo), f)).toString('hex'),
+      ]),
+    ).toEqual(before);
   });
 
   it('without the git check (--no-fsck) the same rewrite goes through', () => {

@@ -20,7 +20,17 @@ afterEach(() => {
 });
 
 /** A HOME of its own (global config, crontab file, systemd units) and the stand-in schedulers. */
-function sandbox(): { top: string; env: { HOME: string; XDG_CONFIG_HOME: string; GIT_CONFIG_GLOBAL: string; GIT_TEST_MAINT_SCHEDULER: string }; cron: string; systemctlLog: string } {
+function sandbox(): {
+  top: string;
+  env: {
+    HOME: string;
+    XDG_CONFIG_HOME: string;
+    GIT_CONFIG_GLOBAL: string;
+    GIT_TEST_MAINT_SCHEDULER: string;
+  };
+  cron: string;
+  systemctlLog: string;
+} {
   const top = fs.mkdtempSync(path.join(os.tmpdir(), 'git-repack-ts-sched-'));
   dirs.push(top);
   const home = path.join(top, 'home');
@@ -28,7 +38,10 @@ function sandbox(): { top: string; env: { HOME: string; XDG_CONFIG_HOME: string;
   const cron = path.join(top, 'cron.txt');
   const systemctlLog = path.join(top, 'systemctl.log');
   // `crontab -l` prints the file (exit 1 when there is none, as cron says "no crontab"); `crontab f` installs f.
-  fs.writeFileSync(path.join(top, 'crontab.sh'), `if [ "$2" = -l ]; then cat "$1" 2>/dev/null || exit 1; else cp "$2" "$1"; fi\n`);
+  fs.writeFileSync(
+    path.join(top, 'crontab.sh'),
+    `if [ "$2" = -l ]; then cat "$1" 2>/dev/null || exit 1; else cp "$2" "$1"; fi\n`,
+  );
   fs.writeFileSync(path.join(top, 'systemctl.sh'), `log=$1; shift; echo "$@" >> "$log"\n`);
   const env = {
     HOME: home,
@@ -60,53 +73,93 @@ function blockOf(crontab: string, begin: string, end: string): string[] {
 }
 
 describe('maintenance start and stop, beside git maintenance', () => {
-  it('crontab: our block beside git\'s, each left alone by the other, and the line does the work', () => {
+  it("crontab: our block beside git's, each left alone by the other, and the line does the work", () => {
     const { top, env, cron } = sandbox();
     fs.writeFileSync(cron, '# a line of the user\n5 4 * * * echo hello\n');
     const a = makeRepo(top, 'a', 6);
     const b = makeRepo(top, 'b', 4);
     gitOk(['maintenance', 'start', '--scheduler=crontab'], { cwd: a, env });
-    const gitBlock = blockOf(fs.readFileSync(cron, 'utf8'), '# BEGIN GIT MAINTENANCE SCHEDULE', '# END GIT MAINTENANCE SCHEDULE');
+    const gitBlock = blockOf(
+      fs.readFileSync(cron, 'utf8'),
+      '# BEGIN GIT MAINTENANCE SCHEDULE',
+      '# END GIT MAINTENANCE SCHEDULE',
+    );
     expect(gitBlock.length).toBeGreaterThan(2);
     const out = toolOk(['maintenance', 'start', '--scheduler=crontab'], { cwd: b, env });
     expect(out).toContain(`registered ${b} in maintenance.repo`);
     let text = fs.readFileSync(cron, 'utf8');
     expect(text.startsWith('# a line of the user\n5 4 * * * echo hello\n')).toBe(true);
-    expect(blockOf(text, '# BEGIN GIT MAINTENANCE SCHEDULE', '# END GIT MAINTENANCE SCHEDULE')).toEqual(gitBlock);
+    expect(
+      blockOf(text, '# BEGIN GIT MAINTENANCE SCHEDULE', '# END GIT MAINTENANCE SCHEDULE'),
+    ).toEqual(gitBlock);
     const ours = blockOf(text, '# BEGIN GIT REPACK-TS SCHEDULE', '# END GIT REPACK-TS SCHEDULE');
     const line = ours.find((l) => /^\d/.test(l))!;
     // Every hour, half an hour from the minute of git's own lines.
     const gitMinute = Number(/^(\d+) /.exec(gitBlock.find((l) => /^\d/.test(l))!)![1]);
-    expect(line).toMatch(new RegExp(`^${(gitMinute + 30) % 60} \\* \\* \\* \\* PATH=.* for-each-repo --config=maintenance\\.repo repack-ts --auto --quiet$`));
+    expect(line).toMatch(
+      new RegExp(
+        `^${(gitMinute + 30) % 60} \\* \\* \\* \\* PATH=.* for-each-repo --config=maintenance\\.repo repack-ts --auto --quiet$`,
+      ),
+    );
     // Both repositories are registered (git registered a, we registered b): git's list.
-    expect(gitOk(['config', '--global', '--get-all', 'maintenance.repo'], { env }).trim().split('\n').sort()).toEqual([a, b].sort());
+    expect(
+      gitOk(['config', '--global', '--get-all', 'maintenance.repo'], { env })
+        .trim()
+        .split('\n')
+        .sort(),
+    ).toEqual([a, b].sort());
     // Starting again replaces the block, never doubles it.
     toolOk(['maintenance', 'start', '--scheduler=crontab'], { cwd: b, env });
-    expect(blockOf(fs.readFileSync(cron, 'utf8'), '# BEGIN GIT REPACK-TS SCHEDULE', '# END GIT REPACK-TS SCHEDULE')).toEqual(ours);
+    expect(
+      blockOf(
+        fs.readFileSync(cron, 'utf8'),
+        '# BEGIN GIT REPACK-TS SCHEDULE',
+        '# END GIT REPACK-TS SCHEDULE',
+      ),
+    ).toEqual(ours);
     // The line as cron runs it (sh, no PATH of ours, HOME set): both repositories rewritten.
     const before = { a: objectSet(a), b: objectSet(b) };
     const cronLine = line.replace(/^(\S+ ){5}/, '');
-    const r = spawnSync('/bin/sh', ['-c', cronLine], { env: { HOME: env.HOME, GIT_CONFIG_GLOBAL: env.GIT_CONFIG_GLOBAL, GIT_CONFIG_NOSYSTEM: '1', LANG: 'C' }, encoding: 'utf8', cwd: '/' });
-    expect({ status: r.status, stderr: r.stderr, stdout: r.stdout }).toEqual({ status: 0, stderr: '', stdout: '' });
+    const r = spawnSync('/bin/sh', ['-c', cronLine], {
+      env: {
+        HOME: env.HOME,
+        GIT_CONFIG_GLOBAL: env.GIT_CONFIG_GLOBAL,
+        GIT_CONFIG_NOSYSTEM: '1',
+        LANG: 'C',
+      },
+      encoding: 'utf8',
+      cwd: '/',
+    });
+    expect({ status: r.status, stderr: r.stderr, stdout: r.stdout }).toEqual({
+      status: 0,
+      stderr: '',
+      stdout: '',
+    });
     for (const repo of [a, b]) {
       expect(objectSet(repo)).toEqual(before[repo === a ? 'a' : 'b']);
       expect(fsckStrict(repo)).toEqual({ status: 0, output: '' });
       expect(gitOk(['count-objects', '-v'], { cwd: repo })).toMatch(/^count: 0$/m);
       for (const pack of listPacks(repo)) {
         const bytes = fs.readFileSync(pack);
-        for (const e of verifyPack(repo, pack).entries) if (e.type === 'commit' || e.type === 'tree') expect(entryZlibInfo(bytes, e.offset, 20)).toEqual({ flevel: 0, stored: true });
+        for (const e of verifyPack(repo, pack).entries)
+          if (e.type === 'commit' || e.type === 'tree')
+            expect(entryZlibInfo(bytes, e.offset, 20)).toEqual({ flevel: 0, stored: true });
       }
     }
     // git's stop leaves ours; ours leaves the user's lines.
     gitOk(['maintenance', 'stop'], { cwd: a, env });
     text = fs.readFileSync(cron, 'utf8');
-    expect(blockOf(text, '# BEGIN GIT MAINTENANCE SCHEDULE', '# END GIT MAINTENANCE SCHEDULE')).toEqual([]);
-    expect(blockOf(text, '# BEGIN GIT REPACK-TS SCHEDULE', '# END GIT REPACK-TS SCHEDULE')).toEqual(ours);
+    expect(
+      blockOf(text, '# BEGIN GIT MAINTENANCE SCHEDULE', '# END GIT MAINTENANCE SCHEDULE'),
+    ).toEqual([]);
+    expect(blockOf(text, '# BEGIN GIT REPACK-TS SCHEDULE', '# END GIT REPACK-TS SCHEDULE')).toEqual(
+      ours,
+    );
     expect(toolOk(['maintenance', 'stop'], { cwd: a, env })).toContain('removed from crontab');
     expect(fs.readFileSync(cron, 'utf8')).toBe('# a line of the user\n5 4 * * * echo hello\n');
   });
 
-  it('systemd-timer: units of our own beside git\'s, enabled and removed through systemctl --user', () => {
+  it("systemd-timer: units of our own beside git's, enabled and removed through systemctl --user", () => {
     const { top, env, systemctlLog } = sandbox();
     const a = makeRepo(top, 'a', 2);
     const unitDir = path.join(env.XDG_CONFIG_HOME, 'systemd', 'user');
@@ -115,23 +168,35 @@ describe('maintenance start and stop, beside git maintenance', () => {
     expect(gitUnits).toContain('git-maintenance@.service');
     fs.writeFileSync(systemctlLog, '');
     toolOk(['maintenance', 'start', '--scheduler=systemd-timer'], { cwd: a, env });
-    expect(fs.readdirSync(unitDir).sort()).toEqual([...gitUnits, 'git-repack-ts.service', 'git-repack-ts.timer'].sort());
-    expect(fs.readFileSync(systemctlLog, 'utf8')).toBe('--user daemon-reload\n--user enable --now git-repack-ts.timer\n');
+    expect(fs.readdirSync(unitDir).sort()).toEqual(
+      [...gitUnits, 'git-repack-ts.service', 'git-repack-ts.timer'].sort(),
+    );
+    expect(fs.readFileSync(systemctlLog, 'utf8')).toBe(
+      '--user daemon-reload\n--user enable --now git-repack-ts.timer\n',
+    );
     const timer = fs.readFileSync(path.join(unitDir, 'git-repack-ts.timer'), 'utf8');
     expect(timer).toMatch(/^OnCalendar=\*-\*-\* \*:\d\d:00$/m);
     expect(timer).toMatch(/^Persistent=true$/m);
     const service = fs.readFileSync(path.join(unitDir, 'git-repack-ts.service'), 'utf8');
     const exec = /^ExecStart=\/bin\/sh -c (".*")$/m.exec(service)![1]!;
-    expect(JSON.parse(exec)).toMatch(/for-each-repo --config=maintenance\.repo repack-ts --auto --quiet$/);
+    expect(JSON.parse(exec)).toMatch(
+      /for-each-repo --config=maintenance\.repo repack-ts --auto --quiet$/,
+    );
     // node compiles to machine code: the setting git's own service has would kill it.
     expect(service).not.toMatch(/MemoryDenyWriteExecute/);
     // What the service runs works as it is written.
-    const r = spawnSync('/bin/sh', ['-c', JSON.parse(exec)], { env: { HOME: env.HOME, GIT_CONFIG_GLOBAL: env.GIT_CONFIG_GLOBAL, GIT_CONFIG_NOSYSTEM: '1' }, encoding: 'utf8', cwd: '/' });
+    const r = spawnSync('/bin/sh', ['-c', JSON.parse(exec)], {
+      env: { HOME: env.HOME, GIT_CONFIG_GLOBAL: env.GIT_CONFIG_GLOBAL, GIT_CONFIG_NOSYSTEM: '1' },
+      encoding: 'utf8',
+      cwd: '/',
+    });
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
     expect(fs.existsSync(path.join(a, '.git', 'objects', 'info', 'repack-ts.proven'))).toBe(true);
     fs.writeFileSync(systemctlLog, '');
     toolOk(['maintenance', 'stop', '--scheduler=systemd-timer'], { cwd: a, env });
-    expect(fs.readFileSync(systemctlLog, 'utf8')).toBe('--user disable --now git-repack-ts.timer\n');
+    expect(fs.readFileSync(systemctlLog, 'utf8')).toBe(
+      '--user disable --now git-repack-ts.timer\n',
+    );
     expect(fs.readdirSync(unitDir).sort()).toEqual(gitUnits);
   });
 
@@ -139,14 +204,30 @@ describe('maintenance start and stop, beside git maintenance', () => {
     const { top, env } = sandbox();
     const a = makeRepo(top, 'a', 1);
     const only = { ...env, GIT_TEST_MAINT_SCHEDULER: 'crontab:false' };
-    const r = spawnSync(process.execPath, [path.resolve('bin/git-repack-ts.js'), 'maintenance', 'start', '--scheduler=systemd-timer'], { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a });
-    const g = spawnSync('git', ['maintenance', 'start', '--scheduler=systemd-timer'], { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a });
+    const r = spawnSync(
+      process.execPath,
+      [path.resolve('bin/git-repack-ts.js'), 'maintenance', 'start', '--scheduler=systemd-timer'],
+      { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a },
+    );
+    const g = spawnSync('git', ['maintenance', 'start', '--scheduler=systemd-timer'], {
+      env: { ...process.env, ...only },
+      encoding: 'utf8',
+      cwd: a,
+    });
     expect(g.stderr).toBe('fatal: systemctl scheduler is not available\n');
     expect(r.stderr).toBe(g.stderr);
     expect(r.status).toBe(g.status);
     expect(r.status).toBe(128);
-    const bad = spawnSync(process.execPath, [path.resolve('bin/git-repack-ts.js'), 'maintenance', 'start', '--scheduler=cron-ish'], { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a });
-    const gbad = spawnSync('git', ['maintenance', 'start', '--scheduler=cron-ish'], { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a });
+    const bad = spawnSync(
+      process.execPath,
+      [path.resolve('bin/git-repack-ts.js'), 'maintenance', 'start', '--scheduler=cron-ish'],
+      { env: { ...process.env, ...only }, encoding: 'utf8', cwd: a },
+    );
+    const gbad = spawnSync('git', ['maintenance', 'start', '--scheduler=cron-ish'], {
+      env: { ...process.env, ...only },
+      encoding: 'utf8',
+      cwd: a,
+    });
     expect(bad.status).toBe(gbad.status);
     expect(gbad.stderr).toMatch(/^error: unrecognized --scheduler argument 'cron-ish'$/m);
     expect(bad.stderr).toMatch(/^error: unrecognized --scheduler argument 'cron-ish'$/m);

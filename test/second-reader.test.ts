@@ -15,12 +15,19 @@ describe('isomorphic-git reads the packs we write', () => {
       const repo = useFixtureCopy(name);
       toolOk(['-q', '--graph-compression=0', '--blob-compression=9'], { cwd: repo });
       const gitdir = gitDirOf(repo);
-      const ids = lines(gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)'], { cwd: repo })).map((l) => l.split(' '));
+      const ids = lines(
+        gitOk(['cat-file', '--batch-all-objects', '--batch-check=%(objectname) %(objecttype)'], {
+          cwd: repo,
+        }),
+      ).map((l) => l.split(' '));
       expect(ids.length).toBeGreaterThan(10);
       // git's view of every object, in one `cat-file --batch`
-      const batch = gitOkBuffer(['cat-file', '--batch'], { cwd: repo, input: ids.map(([oid]) => oid).join('\n') + '\n' });
+      const batch = gitOkBuffer(['cat-file', '--batch'], {
+        cwd: repo,
+        input: ids.map(([oid]) => oid).join('\n') + '\n',
+      });
       const want = new Map<string, { type: string; data: Buffer }>();
-      for (let p = 0; p < batch.length; ) {
+      for (let p = 0; p < batch.length;) {
         const nl = batch.indexOf(10, p);
         const [oid, type, size] = batch.toString('latin1', p, nl).split(' ');
         want.set(oid!, { type: type!, data: batch.subarray(nl + 1, nl + 1 + Number(size)) });

@@ -21,10 +21,29 @@ function sources(dir = SRC): string[] {
   return out.sort();
 }
 
-const files = sources().map((path) => ({ path, rel: relative(SRC, path), text: readFileSync(path, 'utf8') }));
+const files = sources().map((path) => ({
+  path,
+  rel: relative(SRC, path),
+  text: readFileSync(path, 'utf8'),
+}));
 
 /** Higher may import lower, never the reverse. Top-level shared modules sit at the bottom. */
-const RANK: Record<string, number> = { cli: 9, 'index.ts': 8, api: 7, commands: 6, bench: 5, repack: 4, store: 3, codec: 2, format: 1, delta: 0, hash: 0, 'errors.ts': -1, 'release.ts': -1, 'cleanup.ts': -1 };
+const RANK: Record<string, number> = {
+  cli: 9,
+  'index.ts': 8,
+  api: 7,
+  commands: 6,
+  bench: 5,
+  repack: 4,
+  store: 3,
+  codec: 2,
+  format: 1,
+  delta: 0,
+  hash: 0,
+  'errors.ts': -1,
+  'release.ts': -1,
+  'cleanup.ts': -1,
+};
 
 function layerOf(rel: string): string {
   return rel.includes('/') ? rel.split('/')[0]! : rel;
@@ -43,7 +62,8 @@ describe('the codebase keeps its shape', () => {
         const target = relative(SRC, resolve(dirname(f.path), m[1]!.replace(/\.js$/, '.ts')));
         const to = layerOf(target);
         if (to === from) continue;
-        if (RANK[to]! > RANK[from]! || (RANK[to] === RANK[from] && to !== from)) bad.push(`${f.rel} imports ${target}`);
+        if (RANK[to]! > RANK[from]! || (RANK[to] === RANK[from] && to !== from))
+          bad.push(`${f.rel} imports ${target}`);
       }
     }
     expect(bad).toEqual([]);
@@ -52,8 +72,17 @@ describe('the codebase keeps its shape', () => {
   it('process state (env, argv, exit, stdio, cwd, signal handlers, umask) is touched only in cli/ and api/', () => {
     // pid, kill, getuid, cpuUsage are facts about this OS process (a lock's owner, a fault hook's
     // signal, a benchmark's clock), like git's getpid(): not state the shell passes down.
-    const banned = /\bprocess\.(env|argv|exit|exitCode|stdin|stdout|stderr|cwd|chdir|on|once|off|umask)\b|from 'node:process'[^;]*\b(env|argv|exit|stdin|stdout|stderr|cwd|chdir|umask)\b/;
-    const bad = files.filter((f) => !['cli', 'api', 'index.ts'].includes(layerOf(f.rel))).flatMap((f) => f.text.split('\n').map((line, i) => ({ f, line, i })).filter((x) => banned.test(x.line) && !/^\s*(\*|\/\/)/.test(x.line)).map((x) => `${x.f.rel}:${x.i + 1}: ${x.line.trim()}`));
+    const banned =
+      /\bprocess\.(env|argv|exit|exitCode|stdin|stdout|stderr|cwd|chdir|on|once|off|umask)\b|from 'node:process'[^;]*\b(env|argv|exit|stdin|stdout|stderr|cwd|chdir|umask)\b/;
+    const bad = files
+      .filter((f) => !['cli', 'api', 'index.ts'].includes(layerOf(f.rel)))
+      .flatMap((f) =>
+        f.text
+          .split('\n')
+          .map((line, i) => ({ f, line, i }))
+          .filter((x) => banned.test(x.line) && !/^\s*(\*|\/\/)/.test(x.line))
+          .map((x) => `${x.f.rel}:${x.i + 1}: ${x.line.trim()}`),
+      );
     expect(bad).toEqual([]);
   });
 
@@ -81,14 +110,23 @@ describe('the codebase keeps its shape', () => {
 describe('docs agree with the tree', () => {
   it('every source, bench, test or doc file the docs name exists (or the line says it is gone)', () => {
     const root = resolve(__dirname, '..');
-    const docs = ['README.md', 'CHANGELOG.md', 'docs/git-repack-ts.1', ...readdirSync(join(root, 'docs')).filter((n) => n.endsWith('.md')).map((n) => `docs/${n}`)];
+    const docs = [
+      'README.md',
+      'CHANGELOG.md',
+      'docs/git-repack-ts.1',
+      ...readdirSync(join(root, 'docs'))
+        .filter((n) => n.endsWith('.md'))
+        .map((n) => `docs/${n}`),
+    ];
     const bad: string[] = [];
     for (const d of docs) {
       readFileSync(join(root, d), 'utf8')
         .split('\n')
         .forEach((line, i) => {
           if (/\b(gone|until|removed|deleted)\b/.test(line)) return;
-          for (const m of line.matchAll(/\b(?:src|bench|test|scripts|docs)\/[A-Za-z0-9_./-]+\.(?:ts|mjs|md|js|1|sh)\b/g)) {
+          for (const m of line.matchAll(
+            /\b(?:src|bench|test|scripts|docs)\/[A-Za-z0-9_./-]+\.(?:ts|mjs|md|js|1|sh)\b/g,
+          )) {
             try {
               readFileSync(join(root, m[0]));
             } catch {

@@ -9,7 +9,21 @@ import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { gitEnv, gitOk, listPacks } from './helpers/git.js';
 import { BIN, tool } from './helpers/tool.js';
 
-const WITH_PACKS: FixtureName[] = ['basic', 'multi-pack', 'ref-delta', 'sha256', 'large-offset', 'idx-v1', 'bare', 'alternates', 'promisor', 'keep', 'midx-bitmap', 'big-blob', 'pack-v3'];
+const WITH_PACKS: FixtureName[] = [
+  'basic',
+  'multi-pack',
+  'ref-delta',
+  'sha256',
+  'large-offset',
+  'idx-v1',
+  'bare',
+  'alternates',
+  'promisor',
+  'keep',
+  'midx-bitmap',
+  'big-blob',
+  'pack-v3',
+];
 
 describe('verify -v agrees with git verify-pack -v line for line', () => {
   for (const name of WITH_PACKS) {
@@ -51,7 +65,10 @@ describe('verify -v agrees with git verify-pack -v line for line', () => {
 });
 
 /** Copies the fixture's single pack, damages the copy, and returns what verify says of it. */
-function damaged(name: FixtureName, mutate: (pack: Buffer, idx: Buffer) => { pack?: Buffer; idx?: Buffer }) {
+function damaged(
+  name: FixtureName,
+  mutate: (pack: Buffer, idx: Buffer) => { pack?: Buffer; idx?: Buffer },
+) {
   const repo = useFixtureCopy(name);
   const packPath = listPacks(repo)[0]!;
   const idxPath = packPath.replace(/\.pack$/, '.idx');
@@ -66,12 +83,20 @@ function damaged(name: FixtureName, mutate: (pack: Buffer, idx: Buffer) => { pac
   return { r, human, json: r.stdout ? JSON.parse(r.stdout) : undefined, packPath, idxPath, repo };
 }
 
-function entryOffsets(repo: string, idx: string): { offset: number; depth: number; type: string; size: number }[] {
+function entryOffsets(
+  repo: string,
+  idx: string,
+): { offset: number; depth: number; type: string; size: number }[] {
   return gitOk(['verify-pack', '-v', idx], { cwd: repo })
     .split('\n')
     .map((l) => /^[0-9a-f]+ (\w+) +(\d+) (\d+) (\d+)(?: (\d+))?/.exec(l))
     .filter((m): m is RegExpExecArray => m !== null)
-    .map((m) => ({ type: m[1]!, size: Number(m[2]), offset: Number(m[4]), depth: m[5] ? Number(m[5]) : 0 }));
+    .map((m) => ({
+      type: m[1]!,
+      size: Number(m[2]),
+      offset: Number(m[4]),
+      depth: m[5] ? Number(m[5]) : 0,
+    }));
 }
 
 describe('verify reports damage with the file and offset, exit 1', () => {
@@ -119,7 +144,9 @@ describe('verify reports damage with the file and offset, exit 1', () => {
     });
     expect(human.status).toBe(1);
     const offsets = json.packs[0].problems.map((x: { offset: number }) => x.offset);
-    expect(offsets.some((o: number) => o >= firstDelta.offset && o < firstDelta.offset + 64)).toBe(true);
+    expect(offsets.some((o: number) => o >= firstDelta.offset && o < firstDelta.offset + 64)).toBe(
+      true,
+    );
   });
 
   it('a flipped byte in the trailer', () => {
@@ -155,12 +182,18 @@ describe('verify reports damage with the file and offset, exit 1', () => {
       const at = 8 + 1024 + 20 * 3 + 19;
       idx[at]! ^= 0x01;
       named = idx.toString('hex', at - 19, at + 1);
-      crypto.createHash('sha1').update(idx.subarray(0, idx.length - 20)).digest().copy(idx, idx.length - 20);
+      crypto
+        .createHash('sha1')
+        .update(idx.subarray(0, idx.length - 20))
+        .digest()
+        .copy(idx, idx.length - 20);
       return { idx };
     });
     expect(human.status).toBe(1);
     expect(human.stderr).not.toMatch(/checksum mismatch|out of order|fanout/);
-    expect(human.stderr).toMatch(new RegExp(`object hashes to [0-9a-f]{40} but the index names it ${named}`));
+    expect(human.stderr).toMatch(
+      new RegExp(`object hashes to [0-9a-f]{40} but the index names it ${named}`),
+    );
   });
 
   it('a pack that does not exist', () => {
@@ -172,9 +205,13 @@ describe('verify reports damage with the file and offset, exit 1', () => {
   it('never changes the repository it reads', () => {
     const repo = useFixtureCopy('basic');
     const packDir = path.join(repo, '.git/objects/pack');
-    const before = fs.readdirSync(packDir).map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
+    const before = fs
+      .readdirSync(packDir)
+      .map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
     tool(['verify', '-v'], { cwd: repo });
-    const after = fs.readdirSync(packDir).map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
+    const after = fs
+      .readdirSync(packDir)
+      .map((f) => [f, fs.readFileSync(path.join(packDir, f)).toString('hex')]);
     expect(after).toEqual(before);
   });
 });
@@ -191,15 +228,21 @@ describe('objects above core.bigFileThreshold are hashed while they stream', () 
   it('the big-blob fixture verifies the same with a 1 MiB threshold', () => {
     const repo = fixturePath('big-blob');
     const env = { GIT_CONFIG_PARAMETERS: "'core.bigfilethreshold'='1m'" };
-    const theirs = gitOk(['verify-pack', '-v', listPacks(repo)[0]!.replace(/\.pack$/, '.idx')], { cwd: repo });
+    const theirs = gitOk(['verify-pack', '-v', listPacks(repo)[0]!.replace(/\.pack$/, '.idx')], {
+      cwd: repo,
+    });
     const ours = tool(['verify', '-v'], { cwd: repo, env });
     expect(ours.stderr).toBe('');
-    expect(ours.stdout.replace(/^.*\.pack: ok\n/m, '')).toBe(theirs.replace(/^.*\.pack: ok\n/m, ''));
+    expect(ours.stdout.replace(/^.*\.pack: ok\n/m, '')).toBe(
+      theirs.replace(/^.*\.pack: ok\n/m, ''),
+    );
   });
 
   it('a damaged big blob is reported at its offset', () => {
     const pristine = fixturePath('big-blob');
-    const big = entryOffsets(pristine, listPacks(pristine)[0]!.replace(/\.pack$/, '.idx')).find((e) => e.size > 2 << 20 && e.depth === 0)!;
+    const big = entryOffsets(pristine, listPacks(pristine)[0]!.replace(/\.pack$/, '.idx')).find(
+      (e) => e.size > 2 << 20 && e.depth === 0,
+    )!;
     const { repo } = damaged('big-blob', (p) => {
       p[big.offset + 4000]! ^= 0xff;
       return { pack: p };
@@ -210,7 +253,9 @@ describe('objects above core.bigFileThreshold are hashed while they stream', () 
     expect(r.status).toBe(1);
     // The CRC check names the entry, the streaming inflate names where its data starts.
     expect(r.stderr).toContain(`CRC32 mismatch for entry (index`);
-    expect(r.stderr).toMatch(new RegExp(`corrupt object data .* at offset ${big.offset + 4}|at offset ${big.offset}\n`));
+    expect(r.stderr).toMatch(
+      new RegExp(`corrupt object data .* at offset ${big.offset + 4}|at offset ${big.offset}\n`),
+    );
   });
 
   it('a 640 MiB blob is verified in bounded memory', () => {
@@ -224,7 +269,11 @@ describe('objects above core.bigFileThreshold are hashed while they stream', () 
       gitOk(['commit', '-qm', 'big'], { cwd: dir });
       gitOk(['repack', '-adq'], { cwd: dir });
       fs.rmSync(path.join(dir, 'zeros'));
-      const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'verify'], { cwd: dir, encoding: 'utf8', env: gitEnv() });
+      const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'verify'], {
+        cwd: dir,
+        encoding: 'utf8',
+        env: gitEnv(),
+      });
       expect(r.status).toBe(0);
       const kb = Number(r.stderr.trim().split('\n').pop());
       expect(kb).toBeGreaterThan(1000);

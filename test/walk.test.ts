@@ -10,22 +10,56 @@ import { RepoBuilder } from './helpers/repo.js';
 import { tool, toolOk } from './helpers/tool.js';
 
 /** What `git rev-list --objects --all` reaches, by type, and how many of its objects are missing. */
-function gitWalk(repo: string, config: string[] = []): { commits: number; trees: number; blobs: number; tags: number; missing: number } {
-  const listed = gitOk([...config, 'rev-list', '--objects', '--all', '--missing=print'], { cwd: repo }).split('\n').filter(Boolean);
+function gitWalk(
+  repo: string,
+  config: string[] = [],
+): { commits: number; trees: number; blobs: number; tags: number; missing: number } {
+  const listed = gitOk([...config, 'rev-list', '--objects', '--all', '--missing=print'], {
+    cwd: repo,
+  })
+    .split('\n')
+    .filter(Boolean);
   const missing = listed.filter((l) => l.startsWith('?')).length;
-  const ids = listed.filter((l) => !l.startsWith('?')).map((l) => l.slice(0, l.indexOf(' ') < 0 ? l.length : l.indexOf(' ')));
-  const types = gitOk(['cat-file', '--batch-check=%(objecttype)'], { cwd: repo, input: ids.join('\n') + '\n' }).split('\n').filter(Boolean);
+  const ids = listed
+    .filter((l) => !l.startsWith('?'))
+    .map((l) => l.slice(0, l.indexOf(' ') < 0 ? l.length : l.indexOf(' ')));
+  const types = gitOk(['cat-file', '--batch-check=%(objecttype)'], {
+    cwd: repo,
+    input: ids.join('\n') + '\n',
+  })
+    .split('\n')
+    .filter(Boolean);
   const count = (t: string): number => types.filter((x) => x === t).length;
-  return { commits: count('commit'), trees: count('tree'), blobs: count('blob'), tags: count('tag'), missing };
+  return {
+    commits: count('commit'),
+    trees: count('tree'),
+    blobs: count('blob'),
+    tags: count('tag'),
+    missing,
+  };
 }
 
 function ourWalk(repo: string): Record<string, number> {
   const r = JSON.parse(toolOk(['walk', '--json'], { cwd: repo })) as Record<string, number>;
-  return { commits: r.commits!, trees: r.trees!, blobs: r.blobs!, tags: r.tags!, missing: r.missing! };
+  return {
+    commits: r.commits!,
+    trees: r.trees!,
+    blobs: r.blobs!,
+    tags: r.tags!,
+    missing: r.missing!,
+  };
 }
 
 describe('walk: the objects git rev-list --objects --all reaches, by type', () => {
-  for (const name of ['basic', 'multi-pack', 'ref-delta', 'sha256', 'idx-v1', 'promisor', 'alternates'] as FixtureName[]) {
+  for (const name of [
+    'basic',
+    'multi-pack',
+    'ref-delta',
+    'sha256',
+    'idx-v1',
+    'promisor',
+    'alternates',
+  ] as FixtureName[]) {
     it(name, () => {
       const repo = fixturePath(name);
       expect(ourWalk(repo)).toEqual(gitWalk(repo));
@@ -43,7 +77,12 @@ describe('walk: the objects git rev-list --objects --all reaches, by type', () =
       const gitlink = 'c'.repeat(40);
       for (let c = 0; c < 30; c++) {
         const msg = `commit ${c}`;
-        lines.push('commit refs/heads/main', `committer A U Thor <a@example.com> ${1_700_000_000 + c * 60} +0000`, `data ${msg.length}`, msg);
+        lines.push(
+          'commit refs/heads/main',
+          `committer A U Thor <a@example.com> ${1_700_000_000 + c * 60} +0000`,
+          `data ${msg.length}`,
+          msg,
+        );
         for (let f = 0; f < 100; f++) {
           const body = `file ${f} version ${c}\n`;
           lines.push(`M 100644 inline d${f % 10}/f${f}`, `data ${body.length}`, body);
@@ -79,10 +118,16 @@ function removeLoose(repo: string, id: string): void {
 }
 
 /** What git's `rev-list --objects --all` and our walk say: exit code and stderr. */
-function bothWalks(repo: string): { git: { status: number; stderr: string }; ours: { status: number; stderr: string } } {
+function bothWalks(repo: string): {
+  git: { status: number; stderr: string };
+  ours: { status: number; stderr: string };
+} {
   const g = git(['rev-list', '--objects', '--all'], { cwd: repo });
   const o = tool(['walk', '--json'], { cwd: repo });
-  return { git: { status: g.status, stderr: g.stderr }, ours: { status: o.status, stderr: o.stderr } };
+  return {
+    git: { status: g.status, stderr: g.stderr },
+    ours: { status: o.status, stderr: o.stderr },
+  };
 }
 
 describe('walk: an object nothing promises is missing: git rev-list dies on it, so does the walk', () => {
@@ -103,7 +148,10 @@ describe('walk: an object nothing promises is missing: git rev-list dies on it, 
   const cases: { what: string; id: (r: RepoBuilder) => string }[] = [
     { what: 'a blob', id: (r) => r.revParse('HEAD~1:a/g') },
     { what: 'a tree', id: (r) => r.revParse('HEAD~1:a') },
-    { what: 'a parent commit (git says error: Could not read, then fatal)', id: (r) => r.revParse('HEAD~1') },
+    {
+      what: 'a parent commit (git says error: Could not read, then fatal)',
+      id: (r) => r.revParse('HEAD~1'),
+    },
     { what: 'the commit a branch points at', id: (r) => r.revParse('HEAD') },
     { what: "a tag's object", id: (r) => r.revParse('v1^{}') },
   ];
@@ -119,7 +167,11 @@ describe('walk: an object nothing promises is missing: git rev-list dies on it, 
       expect(ours).toEqual(g);
       const e = await walk(dir).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(GitRepackError);
-      expect({ code: (e as GitRepackError).code, objectId: (e as GitRepackError).objectId, fatal: `fatal: ${(e as GitRepackError).message}\n` }).toEqual({
+      expect({
+        code: (e as GitRepackError).code,
+        objectId: (e as GitRepackError).objectId,
+        fatal: `fatal: ${(e as GitRepackError).message}\n`,
+      }).toEqual({
         code: 'missing-object',
         objectId: id,
         fatal: g.stderr.slice(g.stderr.indexOf('fatal: ')),
@@ -129,7 +181,16 @@ describe('walk: an object nothing promises is missing: git rev-list dies on it, 
 
   it('a shallow clone: the parents of its shallow commits are not walked (git grafts them away), nothing is missing', () => {
     const dir = path.join(tmpDir(), 'shallow');
-    gitOk(['clone', '-q', '--depth=2', '--no-local', '--upload-pack', 'git -c pack.threads=1 upload-pack', `file://${fixturePath('basic')}`, dir]);
+    gitOk([
+      'clone',
+      '-q',
+      '--depth=2',
+      '--no-local',
+      '--upload-pack',
+      'git -c pack.threads=1 upload-pack',
+      `file://${fixturePath('basic')}`,
+      dir,
+    ]);
     expect(fs.existsSync(path.join(dir, '.git', 'shallow'))).toBe(true);
     const want = gitWalk(dir);
     expect(want.missing).toBe(0);
@@ -155,11 +216,23 @@ describe('walk: a partial clone, promised objects missing', () => {
     // A local commit whose tree names promised blobs (every blob of the clone, under other names):
     // the promisor packs' trees name them, not the local tree, which the walk reaches first (HEAD).
     const r = new RepoBuilder(repo, 90_000);
-    const blobs = r.git(['ls-tree', '-r', 'HEAD']).split('\n').filter((l) => l.includes(' blob '));
+    const blobs = r
+      .git(['ls-tree', '-r', 'HEAD'])
+      .split('\n')
+      .filter((l) => l.includes(' blob '));
     expect(blobs.length).toBeGreaterThan(1);
-    const local = r.git(['mktree', '--missing'], { input: blobs.map((l, i) => l.replace(/\t.*/, `\tlocal-${i}`)).join('\n') + '\n' }).trim();
+    const local = r
+      .git(['mktree', '--missing'], {
+        input: blobs.map((l, i) => l.replace(/\t.*/, `\tlocal-${i}`)).join('\n') + '\n',
+      })
+      .trim();
     r.advance();
-    r.git(['update-ref', '--no-deref', 'HEAD', r.git(['commit-tree', local, '-m', 'local']).trim()]);
+    r.git([
+      'update-ref',
+      '--no-deref',
+      'HEAD',
+      r.git(['commit-tree', local, '-m', 'local']).trim(),
+    ]);
     const wantLocal = gitWalk(repo, PROMISOR);
     expect(wantLocal.missing).toBe(want.missing);
     expect(ourWalk(repo)).toEqual(wantLocal);

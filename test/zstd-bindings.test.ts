@@ -31,7 +31,8 @@ function tmpDir(): string {
 /** The built tool copied where no node_modules can be found: no zstd-napi, as after `npm install -g` of the tarball alone. */
 function bareCopy(): string {
   const bare = tmpDir();
-  for (const d of ['bin', 'dist']) fs.cpSync(path.join(ROOT, d), path.join(bare, d), { recursive: true });
+  for (const d of ['bin', 'dist'])
+    fs.cpSync(path.join(ROOT, d), path.join(bare, d), { recursive: true });
   fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(bare, 'package.json'));
   return bare;
 }
@@ -43,13 +44,30 @@ interface Run {
 }
 
 /** The tool in `root` (this clone, or a bare copy) run by node `line`. */
-function toolOn(line: NodeLine, root: string, args: string[], cwd: string, env: Record<string, string> = {}): Run {
-  const r = spawnSync(nodeBinary(line), [path.join(root, 'bin', 'git-repack-ts.js'), ...args], { cwd, env: gitEnv(env), encoding: 'utf8', maxBuffer: 1 << 28 });
+function toolOn(
+  line: NodeLine,
+  root: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): Run {
+  const r = spawnSync(nodeBinary(line), [path.join(root, 'bin', 'git-repack-ts.js'), ...args], {
+    cwd,
+    env: gitEnv(env),
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+  });
   if (r.error) throw r.error;
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
-function toolOnOk(line: NodeLine, root: string, args: string[], cwd: string, env: Record<string, string> = {}): string {
+function toolOnOk(
+  line: NodeLine,
+  root: string,
+  args: string[],
+  cwd: string,
+  env: Record<string, string> = {},
+): string {
   const r = toolOn(line, root, args, cwd, env);
   expect({ args, status: r.status, stderr: r.stderr }).toEqual({ args, status: 0, stderr: '' });
   return r.stdout;
@@ -61,8 +79,13 @@ function version(line: NodeLine): string {
 
 /** What the codec module of `root`'s dist says on node `line`: the binding it uses, or why there is none. */
 function bindingOn(line: NodeLine, root: string): { binding: string | null; why: string | null } {
-  const script = 'const m = await import(process.argv[1]); console.log(JSON.stringify({ binding: m.zstdBinding() ?? null, why: m.zstdUnavailable() ?? null }));';
-  const r = spawnSync(nodeBinary(line), ['--input-type=module', '-e', script, path.join(root, 'dist', 'codec', 'zstd.js')], { encoding: 'utf8' });
+  const script =
+    'const m = await import(process.argv[1]); console.log(JSON.stringify({ binding: m.zstdBinding() ?? null, why: m.zstdUnavailable() ?? null }));';
+  const r = spawnSync(
+    nodeBinary(line),
+    ['--input-type=module', '-e', script, path.join(root, 'dist', 'codec', 'zstd.js')],
+    { encoding: 'utf8' },
+  );
   expect(r.stderr).toBe('');
   return JSON.parse(r.stdout) as { binding: string | null; why: string | null };
 }
@@ -75,7 +98,12 @@ function missingOn20(): string {
 /** Deterministic bytes zstd about halves (hex digits of a keyed stream). */
 function text(label: string, size: number): Buffer {
   const key = crypto.createHash('sha256').update(label).digest().subarray(0, 16);
-  return Buffer.from(crypto.createCipheriv('aes-128-ctr', key, Buffer.alloc(16)).update(Buffer.alloc(size / 2)).toString('hex'));
+  return Buffer.from(
+    crypto
+      .createCipheriv('aes-128-ctr', key, Buffer.alloc(16))
+      .update(Buffer.alloc(size / 2))
+      .toString('hex'),
+  );
 }
 
 /** A bare repository holding `basic`'s objects and one 3 MiB text blob (an entry the export streams). */
@@ -99,13 +127,22 @@ describe('which zstd each Node.js line uses', () => {
   it('node:zlib on 22 and 24 (with zstd-napi beside it or not), zstd-napi on 20, and on 20 without it what is missing and how to get it', () => {
     const bare = bareCopy();
     for (const line of LINES) {
-      const zstd = spawnSync(nodeBinary(line), ['-p', 'process.versions.zstd'], { encoding: 'utf8' }).stdout.trim();
+      const zstd = spawnSync(nodeBinary(line), ['-p', 'process.versions.zstd'], {
+        encoding: 'utf8',
+      }).stdout.trim();
       const napi = bindingOn(line, ROOT);
       const alone = bindingOn(line, bare);
       if (BUILT_IN[line]) {
-        expect({ line, napi, alone }).toEqual({ line, napi: { binding: `node:zlib ${zstd}`, why: null }, alone: { binding: `node:zlib ${zstd}`, why: null } });
+        expect({ line, napi, alone }).toEqual({
+          line,
+          napi: { binding: `node:zlib ${zstd}`, why: null },
+          alone: { binding: `node:zlib ${zstd}`, why: null },
+        });
       } else {
-        expect({ line, napi: napi.binding?.replace(/ [\d.]+$/, '') }).toEqual({ line, napi: 'zstd-napi' });
+        expect({ line, napi: napi.binding?.replace(/ [\d.]+$/, '') }).toEqual({
+          line,
+          napi: 'zstd-napi',
+        });
         expect({ line, alone }).toEqual({ line, alone: { binding: null, why: missingOn20() } });
       }
     }
@@ -115,37 +152,84 @@ describe('which zstd each Node.js line uses', () => {
     const bare = bareCopy();
     const napi = path.join(bare, 'node_modules', 'zstd-napi');
     fs.mkdirSync(napi, { recursive: true });
-    for (const f of ['package.json', 'binding.js']) fs.copyFileSync(path.join(fs.realpathSync(path.join(ROOT, 'node_modules', 'zstd-napi')), f), path.join(napi, f));
+    for (const f of ['package.json', 'binding.js'])
+      fs.copyFileSync(
+        path.join(fs.realpathSync(path.join(ROOT, 'node_modules', 'zstd-napi')), f),
+        path.join(napi, f),
+      );
     const { binding, why } = bindingOn(20, bare);
     expect(binding).toBeNull();
-    expect(why).toMatch(/^zstd is not available: this Node\.js \(v20\.[\d.]+\) has no zstd in node:zlib \(22\.15 and later have\), and zstd-napi did not load \(Cannot find module '\.\/build\/Release\/binding\.node'\); use Node\.js 22\.19 or later, or `npm install -g zstd-napi` beside git-repack-ts$/);
+    expect(why).toMatch(
+      /^zstd is not available: this Node\.js \(v20\.[\d.]+\) has no zstd in node:zlib \(22\.15 and later have\), and zstd-napi did not load \(Cannot find module '\.\/build\/Release\/binding\.node'\); use Node\.js 22\.19 or later, or `npm install -g zstd-napi` beside git-repack-ts$/,
+    );
   });
 });
 
 describe('node:zlib against zstd-napi', () => {
   it('the same frames byte for byte, each read by the other whole and streamed, and the same damaged frames refused', () => {
     // The objects of a fixture, and what the export streams or finds hard: large text, noise, one byte, nothing.
-    const all = gitOkBuffer(['cat-file', '--batch-all-objects', '--batch'], { cwd: fixturePath('basic') });
+    const all = gitOkBuffer(['cat-file', '--batch-all-objects', '--batch'], {
+      cwd: fixturePath('basic'),
+    });
     const samples: Buffer[] = [];
-    for (let at = 0; at < all.length; ) {
+    for (let at = 0; at < all.length;) {
       const nl = all.indexOf(10, at);
       const size = Number(all.subarray(at, nl).toString('latin1').split(' ')[2]);
       samples.push(all.subarray(nl + 1, nl + 1 + size));
       at = nl + 1 + size + 1;
     }
-    const noise = crypto.createCipheriv('aes-128-ctr', Buffer.alloc(16, 7), Buffer.alloc(16)).update(Buffer.alloc(250_000));
-    samples.push(text('t', 300_000), noise, text('big', 3 << 20), Buffer.from('x'), Buffer.alloc(0));
+    const noise = crypto
+      .createCipheriv('aes-128-ctr', Buffer.alloc(16, 7), Buffer.alloc(16))
+      .update(Buffer.alloc(250_000));
+    samples.push(
+      text('t', 300_000),
+      noise,
+      text('big', 3 << 20),
+      Buffer.from('x'),
+      Buffer.alloc(0),
+    );
     const file = path.join(tmpDir(), 'samples');
-    fs.writeFileSync(file, Buffer.concat(samples.flatMap((s) => [Buffer.from([s.length >>> 24, (s.length >>> 16) & 255, (s.length >>> 8) & 255, s.length & 255]), s])));
+    fs.writeFileSync(
+      file,
+      Buffer.concat(
+        samples.flatMap((s) => [
+          Buffer.from([
+            s.length >>> 24,
+            (s.length >>> 16) & 255,
+            (s.length >>> 8) & 255,
+            s.length & 255,
+          ]),
+          s,
+        ]),
+      ),
+    );
     for (const line of LINES.filter((l) => BUILT_IN[l])) {
-      const r = spawnSync(nodeBinary(line), [path.join(ROOT, 'test', 'helpers', 'zstd-compare.mjs'), path.join(ROOT, 'dist'), file], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const r = spawnSync(
+        nodeBinary(line),
+        [path.join(ROOT, 'test', 'helpers', 'zstd-compare.mjs'), path.join(ROOT, 'dist'), file],
+        { encoding: 'utf8', maxBuffer: 1 << 26 },
+      );
       expect({ line, stderr: r.stderr, status: r.status }).toEqual({ line, stderr: '', status: 0 });
-      const out = JSON.parse(r.stdout) as { frames: number; differ: string[]; unread: string[]; streamed: number; streamDiffer: string[]; streamUnread: string[]; refused: Record<string, boolean> };
+      const out = JSON.parse(r.stdout) as {
+        frames: number;
+        differ: string[];
+        unread: string[];
+        streamed: number;
+        streamDiffer: string[];
+        streamUnread: string[];
+        refused: Record<string, boolean>;
+      };
       // 4 levels by 3 dictionary choices; one level for samples over 64 KiB; those over 200 000 bytes streamed too.
       const large = samples.filter((s) => s.length > 65536).length;
       expect(out.frames).toBe((samples.length - large) * 12 + large * 3);
       expect(out.streamed).toBe(samples.filter((s) => s.length >= 200_000).length * 3);
-      expect({ line, differ: out.differ, unread: out.unread, streamDiffer: out.streamDiffer, streamUnread: out.streamUnread }).toEqual({ line, differ: [], unread: [], streamDiffer: [], streamUnread: [] });
+      expect({
+        line,
+        differ: out.differ,
+        unread: out.unread,
+        streamDiffer: out.streamDiffer,
+        streamUnread: out.streamUnread,
+      }).toEqual({ line, differ: [], unread: [], streamDiffer: [], streamUnread: [] });
       expect(Object.keys(out.refused)).toHaveLength(12);
       expect(Object.entries(out.refused).filter(([, ok]) => !ok)).toEqual([]);
     }
@@ -165,9 +249,13 @@ describe('node:zlib against zstd-napi', () => {
       expect({ line, same: fs.readFileSync(file).equals(napiBytes) }).toEqual({ line, same: true });
       // zstd-napi's file read by node:zlib alone: every object re-hashed, walked, imported.
       expect(toolOnOk(line, bare, ['verify', '-v', napiFile], src)).toContain(`${napiFile}: ok`);
-      const walk = JSON.parse(toolOnOk(line, bare, ['walk', '--json', '--read-blobs', napiFile], src)) as Record<string, number>;
+      const walk = JSON.parse(
+        toolOnOk(line, bare, ['walk', '--json', '--read-blobs', napiFile], src),
+      ) as Record<string, number>;
       expect(walk.missing).toBe(0);
-      expect(walk.commits! + walk.trees! + walk.blobs! + walk.tags!).toBe(Number(gitOk(['rev-list', '--objects', '--all', '--count'], { cwd: src }).trim()));
+      expect(walk.commits! + walk.trees! + walk.blobs! + walk.tags!).toBe(
+        Number(gitOk(['rev-list', '--objects', '--all', '--count'], { cwd: src }).trim()),
+      );
       const target = path.join(out, `target${line}`);
       gitOk(['init', '-q', '--bare', target], { cwd: out });
       toolOnOk(line, bare, ['zstd-import', '-q', napiFile], target);
@@ -194,13 +282,26 @@ describe('without zstd, a zstd pack is not corrupt', () => {
     const bare = bareCopy();
     // Turned off in this clone (GIT_REPACK_TS_NO_ZSTD=1), and really missing: Node 20 with no zstd-napi.
     const cases: [string, string, Record<string, string>][] = [
-      [ROOT, 'zstd is not available: disabled by GIT_REPACK_TS_NO_ZSTD=1', { GIT_REPACK_TS_NO_ZSTD: '1' }],
+      [
+        ROOT,
+        'zstd is not available: disabled by GIT_REPACK_TS_NO_ZSTD=1',
+        { GIT_REPACK_TS_NO_ZSTD: '1' },
+      ],
       [bare, missingOn20(), {}],
     ];
     for (const [root, why, env] of cases) {
-      for (const [args, cwd] of [[['verify', file], src], [['verify', '-v', file], src], [['walk', file], src], [['walk', '--read-blobs', '--json', file], src], [['zstd-import', file], target]] as const) {
+      for (const [args, cwd] of [
+        [['verify', file], src],
+        [['verify', '-v', file], src],
+        [['walk', file], src],
+        [['walk', '--read-blobs', '--json', file], src],
+        [['zstd-import', file], target],
+      ] as const) {
         const r = toolOn(20, root, [...args], cwd, env);
-        expect({ args, r }).toEqual({ args, r: { status: 128, stdout: '', stderr: `fatal: cannot read ${file}: ${why}\n` } });
+        expect({ args, r }).toEqual({
+          args,
+          r: { status: 128, stdout: '', stderr: `fatal: cannot read ${file}: ${why}\n` },
+        });
       }
       // The export says the same, without a file to name.
       const e = toolOn(20, root, ['--zstd', '-o', path.join(dir, 'never.zpack')], src, env);

@@ -31,7 +31,10 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
       const genuine = catBlob(repo, id);
       const file = path.join(dir, 'forged.zpack');
       const forged = Buffer.from('forged content\n');
-      fs.writeFileSync(file, forgeZpack([{ type: OBJ.blob, data: forged, id: Buffer.from(id, 'hex') }], 'sha1'));
+      fs.writeFileSync(
+        file,
+        forgeZpack([{ type: OBJ.blob, data: forged, id: Buffer.from(id, 'hex') }], 'sha1'),
+      );
       const before = repoState(repo);
       for (const mode of ['--no-fsck', '--fsck=connectivity', '--fsck=full']) {
         const r = tool(['zstd-import', mode, file], { cwd: repo });
@@ -44,7 +47,11 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
       }
       // Ours names the zpack and the entry's offset there (git fsck's message is git's).
       const r = tool(['zstd-import', '--no-fsck', file], { cwd: repo });
-      expect(r.stderr).toMatch(new RegExp(`^fatal: ${file.replace(/[.]/g, '\\.')}: object ${id} at offset \\d+ hashes to ${objectId(OBJ.blob, forged, 'sha1').toString('hex')}; nothing was installed\n$`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^fatal: ${file.replace(/[.]/g, '\\.')}: object ${id} at offset \\d+ hashes to ${objectId(OBJ.blob, forged, 'sha1').toString('hex')}; nothing was installed\n$`,
+        ),
+      );
       expect(fsckStrict(repo).status).toBe(0);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -56,7 +63,9 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
     const dir = tmpDir();
     try {
       const target = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
-      const base = Buffer.from('a base blob that no repository has yet, long enough to copy from\n');
+      const base = Buffer.from(
+        'a base blob that no repository has yet, long enough to copy from\n',
+      );
       const ops = [copyOp(0, 20), insertOp(Buffer.from('and then something else\n'))];
       const file = path.join(dir, 'delta.zpack');
       fs.writeFileSync(
@@ -64,7 +73,12 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
         forgeZpack(
           [
             { type: OBJ.blob, data: base },
-            { type: OBJ.ofs, data: delta(base.length, 20 + 24, ops), ofsBase: 0, id: Buffer.from(target, 'hex') },
+            {
+              type: OBJ.ofs,
+              data: delta(base.length, 20 + 24, ops),
+              ofsBase: 0,
+              id: Buffer.from(target, 'hex'),
+            },
           ],
           'sha1',
         ),
@@ -72,7 +86,11 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
       const before = repoState(repo);
       const r = tool(['zstd-import', '--no-fsck', file], { cwd: repo });
       expect(r.status, r.stderr).toBe(128);
-      expect(r.stderr).toMatch(new RegExp(`^fatal: .*delta\\.zpack: object ${target} at offset \\d+ hashes to [0-9a-f]{40}; nothing was installed\n$`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^fatal: .*delta\\.zpack: object ${target} at offset \\d+ hashes to [0-9a-f]{40}; nothing was installed\n$`,
+        ),
+      );
       expect(repoState(repo)).toEqual(before);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -81,8 +99,16 @@ describe('zstd-import hashes every object it installs, whatever the fsck mode', 
 });
 
 /** Installs a hand-made pack into `repo`, newer than every pack there (so it is listed first). */
-function installForged(repo: string, f: { pack: Buffer; idx: Buffer; name: string }, ageSeconds = -60): string {
-  const dir = path.join(gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim(), 'objects', 'pack');
+function installForged(
+  repo: string,
+  f: { pack: Buffer; idx: Buffer; name: string },
+  ageSeconds = -60,
+): string {
+  const dir = path.join(
+    gitOk(['rev-parse', '--absolute-git-dir'], { cwd: repo }).trim(),
+    'objects',
+    'pack',
+  );
   const base = path.join(dir, f.name);
   fs.writeFileSync(base + '.pack', f.pack);
   fs.writeFileSync(base + '.idx', f.idx);
@@ -104,7 +130,14 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     const f = forge(
       [
         { type: OBJ.blob, data: forged },
-        { type: OBJ.ofs, data: delta(forged.length, result.length, [copyOp(0, 30), insertOp(Buffer.from('and its own tail\n'))]), ofsBase: 0 },
+        {
+          type: OBJ.ofs,
+          data: delta(forged.length, result.length, [
+            copyOp(0, 30),
+            insertOp(Buffer.from('and its own tail\n')),
+          ]),
+          ofsBase: 0,
+        },
       ],
       [Buffer.from(id, 'hex'), dependent],
       'sha1',
@@ -114,8 +147,12 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
     expect(r.status, r.stderr).toBe(0);
     expect(catBlob(repo, id)).toBe(genuine);
-    expect(gitOk(['cat-file', '-p', dependent.toString('hex')], { cwd: repo })).toBe(result.toString());
-    expect(objectSet(repo)).toEqual([...before.objects, `${dependent.toString('hex')} blob ${result.length}`].sort());
+    expect(gitOk(['cat-file', '-p', dependent.toString('hex')], { cwd: repo })).toBe(
+      result.toString(),
+    );
+    expect(objectSet(repo)).toEqual(
+      [...before.objects, `${dependent.toString('hex')} blob ${result.length}`].sort(),
+    );
     expect(fsckStrict(repo).status).toBe(0);
     for (const p of listPacks(repo)) gitOk(['verify-pack', p], { cwd: repo }); // every object hashed by git
   });
@@ -131,7 +168,9 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
     expect(r.status, r.stderr).toBe(128);
     expect(r.stderr).toMatch(
-      new RegExp(`^fatal: object ${id.toString('hex')}: no copy of it hashes to its id \\(.*${a.name}\\.pack at offset 12 hashes to [0-9a-f]{40}; .*${b.name}\\.pack at offset 12 hashes to [0-9a-f]{40}\\); nothing was changed\n$`),
+      new RegExp(
+        `^fatal: object ${id.toString('hex')}: no copy of it hashes to its id \\(.*${a.name}\\.pack at offset 12 hashes to [0-9a-f]{40}; .*${b.name}\\.pack at offset 12 hashes to [0-9a-f]{40}\\); nothing was changed\n$`,
+      ),
     );
     expect(repoState(repo)).toEqual(before);
   });
@@ -140,20 +179,34 @@ describe('the rewrite keeps only a copy it has proven when two sources hold the 
     const repo = useFixtureCopy('basic');
     const id = gitOk(['rev-parse', 'HEAD:README.md'], { cwd: repo }).trim();
     const genuine = catBlob(repo, id);
-    const kept = installForged(repo, forge([{ type: OBJ.blob, data: Buffer.from('kept lie\n') }], [Buffer.from(id, 'hex')], 'sha1'));
+    const kept = installForged(
+      repo,
+      forge(
+        [{ type: OBJ.blob, data: Buffer.from('kept lie\n') }],
+        [Buffer.from(id, 'hex')],
+        'sha1',
+      ),
+    );
     fs.writeFileSync(kept + '.keep', '');
     const r = tool(['-q', '--graph-compression=0'], { cwd: repo });
     expect(r.status, r.stderr).toBe(0);
     const fresh = listPacks(repo).filter((p) => !p.startsWith(kept));
     expect(fresh).toHaveLength(1);
     gitOk(['verify-pack', fresh[0]!], { cwd: repo }); // git hashes every object of the new pack
-    const ids = gitOk(['show-index'], { cwd: repo, input: fs.readFileSync(fresh[0]!.replace(/\.pack$/, '.idx')) });
+    const ids = gitOk(['show-index'], {
+      cwd: repo,
+      input: fs.readFileSync(fresh[0]!.replace(/\.pack$/, '.idx')),
+    });
     expect(ids).toContain(` ${id} `);
     // Through the new pack alone, git reads the genuine content.
     const solo = tmpDir();
     try {
       gitOk(['init', '-q', '--bare', solo]);
-      for (const e of ['.pack', '.idx']) fs.copyFileSync(fresh[0]!.replace(/\.pack$/, e), path.join(solo, 'objects', 'pack', path.basename(fresh[0]!).replace(/\.pack$/, e)));
+      for (const e of ['.pack', '.idx'])
+        fs.copyFileSync(
+          fresh[0]!.replace(/\.pack$/, e),
+          path.join(solo, 'objects', 'pack', path.basename(fresh[0]!).replace(/\.pack$/, e)),
+        );
       expect(catBlob(solo, id)).toBe(genuine);
     } finally {
       fs.rmSync(solo, { recursive: true, force: true });
@@ -179,8 +232,14 @@ describe('--zstd -o never writes into an object directory or a git directory, li
       const bytes = fs.readFileSync(path.join(gitDir, 'objects', 'pack', live));
       for (const [target, why] of [
         [path.join(dir, 'into-pack', live), `inside the object directory`],
-        [path.join(dir, 'into-other', 'pack', otherPack), `inside an object directory \\(${otherGit}/objects\\)`],
-        [path.join(dir, 'into-other', 'x.zpack'), `inside an object directory \\(${otherGit}/objects\\)`],
+        [
+          path.join(dir, 'into-other', 'pack', otherPack),
+          `inside an object directory \\(${otherGit}/objects\\)`,
+        ],
+        [
+          path.join(dir, 'into-other', 'x.zpack'),
+          `inside an object directory \\(${otherGit}/objects\\)`,
+        ],
         [path.join(dir, 'other-git', 'config'), `inside a git directory \\(${otherGit}\\)`],
         [path.join(gitDir, 'x.zpack'), `inside a git directory \\(${gitDir}\\)`],
       ] as const) {

@@ -27,7 +27,10 @@ describe('SIGTERM during a zstd export', () => {
       let tree = '';
       for (let i = 0; i < 12; i++) {
         const key = crypto.createHash('sha256').update(`blob ${i}`).digest().subarray(0, 16);
-        fs.writeFileSync(file, crypto.createCipheriv('aes-128-ctr', key, Buffer.alloc(16)).update(Buffer.alloc(4 * MiB)));
+        fs.writeFileSync(
+          file,
+          crypto.createCipheriv('aes-128-ctr', key, Buffer.alloc(16)).update(Buffer.alloc(4 * MiB)),
+        );
         tree += `100644 blob ${run(['hash-object', '-w', file]).trim()}\tb${i}\n`;
       }
       fs.rmSync(file);
@@ -37,7 +40,11 @@ describe('SIGTERM during a zstd export', () => {
       const before = objectSet(repo);
       const outDir = path.join(top, 'out');
       fs.mkdirSync(outDir);
-      const stopped = await runUntil(['--zstd', '-q', '-o', path.join(outDir, 'all.zpack')], repo, 'progress:writing objects:3');
+      const stopped = await runUntil(
+        ['--zstd', '-q', '-o', path.join(outDir, 'all.zpack')],
+        repo,
+        'progress:writing objects:3',
+      );
       try {
         expect(stopped.stopped).toBe(true);
         // The temporary zstd pack is being written.

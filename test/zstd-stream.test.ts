@@ -11,7 +11,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
-import { dateEnv, fsckStrict, gitEnv, gitOk, listPacks, objectSet, verifyPack } from './helpers/git.js';
+import {
+  dateEnv,
+  fsckStrict,
+  gitEnv,
+  gitOk,
+  listPacks,
+  objectSet,
+  verifyPack,
+} from './helpers/git.js';
 import { flipByte } from './helpers/pack-bytes.js';
 import { BIN, tool } from './helpers/tool.js';
 
@@ -40,7 +48,8 @@ function tmpDir(): string {
  */
 function makeRepo(blobs: Buffer[], compression: number): string {
   const dir = tmpDir();
-  const run = (args: string[], tick = 1, input?: string): string => gitOk(args, { cwd: dir, env: dateEnv(tick), input });
+  const run = (args: string[], tick = 1, input?: string): string =>
+    gitOk(args, { cwd: dir, env: dateEnv(tick), input });
   run(['init', '-q', '--bare', '.']);
   run(['symbolic-ref', 'HEAD', 'refs/heads/main']);
   const file = path.join(dir, 'in.bin');
@@ -85,14 +94,25 @@ describe('the zstd export of entries over 1 MiB', () => {
     for (const [n, blob] of [base, near].entries()) {
       const id = gitOk(['hash-object', '--stdin'], { cwd: target, input: blob }).trim();
       expect(gitOk(['cat-file', '-s', id], { cwd: target }).trim()).toBe(String(blob.length));
-      expect(spawnSync('git', ['cat-file', 'blob', id], { cwd: target, env: gitEnv(), maxBuffer: 64 * MiB }).stdout.equals(blob), `blob ${n}`).toBe(true);
+      expect(
+        spawnSync('git', ['cat-file', 'blob', id], {
+          cwd: target,
+          env: gitEnv(),
+          maxBuffer: 64 * MiB,
+        }).stdout.equals(blob),
+        `blob ${n}`,
+      ).toBe(true);
     }
   }, 60_000);
 
   it('a 48 MiB blob: the export stays under a multiple of it (the round trip: the test above)', () => {
     const src = makeRepo([text('big', 48 * MiB)], 1);
     const zpack = path.join(tmpDir(), 'out.zpack');
-    const r = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, '--zstd', '--graph-compression=0', '-q', '-o', zpack], { cwd: src, encoding: 'utf8', env: gitEnv() });
+    const r = spawnSync(
+      '/usr/bin/time',
+      ['-f', '%M', process.execPath, BIN, '--zstd', '--graph-compression=0', '-q', '-o', zpack],
+      { cwd: src, encoding: 'utf8', env: gitEnv() },
+    );
     const lines = r.stderr.trim().split('\n');
     const kib = Number(lines.pop());
     expect({ status: r.status, stderr: lines.join('\n') }).toEqual({ status: 0, stderr: '' });
@@ -103,7 +123,11 @@ describe('the zstd export of entries over 1 MiB', () => {
     expect(kib).toBeLessThan(90 * 1024 + 24 * 1024);
     // verify reads the big entry a chunk at a time too; a byte flipped 20 MiB into its frame is
     // named with the entry's offset (the frame no longer decodes; its CRC32 no longer matches).
-    const v = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'verify', zpack], { cwd: src, encoding: 'utf8', env: gitEnv() });
+    const v = spawnSync('/usr/bin/time', ['-f', '%M', process.execPath, BIN, 'verify', zpack], {
+      cwd: src,
+      encoding: 'utf8',
+      env: gitEnv(),
+    });
     expect(v.status).toBe(0);
     expect(Number(v.stderr.trim().split('\n').pop())).toBeLessThan(90 * 1024);
     flipByte(zpack, 20 * MiB, 0x55);
@@ -122,7 +146,9 @@ describe('the zstd export of entries over 1 MiB', () => {
     const zpack = path.join(out, 'out.zpack');
     const r = tool(['--zstd', '--graph-compression=0', '-q', '-o', zpack], { cwd: src });
     expect(r.status).toBe(128);
-    expect(r.stderr).toBe(`fatal: packed object ${big.oid} (stored in ${pack}) is corrupt: corrupt object data (zlib: incorrect data check) at offset ${big.offset} (blob entry)\n`);
+    expect(r.stderr).toBe(
+      `fatal: packed object ${big.oid} (stored in ${pack}) is corrupt: corrupt object data (zlib: incorrect data check) at offset ${big.offset} (blob entry)\n`,
+    );
     expect(fs.readdirSync(out)).toEqual([]);
   }, 60_000);
 });

@@ -40,7 +40,9 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       try {
         const file = path.join(dir, 'x.zpack');
         const before = snapshot(src);
-        const out = JSON.parse(toolOk(['--zstd=3', '-o', file, '--json', '--dict-trainer=js'], { cwd: src }));
+        const out = JSON.parse(
+          toolOk(['--zstd=3', '-o', file, '--json', '--dict-trainer=js'], { cwd: src }),
+        );
         expect(snapshot(src)).toEqual(before); // the repository is untouched
         expect(out.objects).toBe(objectSet(src).length);
         const head = fs.readFileSync(file).subarray(0, 4);
@@ -53,18 +55,34 @@ describe('zstd packs: written outside the repository, read by our reader, back t
         expect(v.stdout).toContain(`${file}: ok`);
         // the walk from its own refs finds what git's rev-list finds
         const walk = JSON.parse(toolOk(['walk', '--json', file], { cwd: src }));
-        const revs = gitOk(['rev-list', '--objects', '--all', '--missing=allow-any'], { cwd: src }).split('\n').filter(Boolean).length;
-        const present = gitOk(['rev-list', '--objects', '--all', '--missing=print'], { cwd: src }).split('\n').filter((l) => l.startsWith('?')).length;
+        const revs = gitOk(['rev-list', '--objects', '--all', '--missing=allow-any'], { cwd: src })
+          .split('\n')
+          .filter(Boolean).length;
+        const present = gitOk(['rev-list', '--objects', '--all', '--missing=print'], { cwd: src })
+          .split('\n')
+          .filter((l) => l.startsWith('?')).length;
         expect(walk.commits + walk.trees + walk.blobs + walk.tags).toBe(revs);
         expect(walk.missing).toBe(present);
         // and back: a fresh repository gets exactly the same objects, in a pack git accepts
         const target = path.join(dir, 'target');
-        gitOk(['init', '-q', '--bare', ...(FIXTURES[name].objectFormat === 'sha256' ? ['--object-format=sha256'] : []), target], { cwd: dir });
+        gitOk(
+          [
+            'init',
+            '-q',
+            '--bare',
+            ...(FIXTURES[name].objectFormat === 'sha256' ? ['--object-format=sha256'] : []),
+            target,
+          ],
+          { cwd: dir },
+        );
         const imp = JSON.parse(toolOk(['zstd-import', '--json', file], { cwd: target }));
         expect(imp.promisor).toBe(FIXTURES[name].promisor);
         expect(objectSet(target)).toEqual(objectSet(src));
-        for (const p of listPacks(target)) gitOk(['verify-pack', p.replace(/\.pack$/, '.idx')], { cwd: target });
-        expect(fs.readdirSync(path.join(target, 'objects/pack')).every((f) => !f.includes('zpack'))).toBe(true);
+        for (const p of listPacks(target))
+          gitOk(['verify-pack', p.replace(/\.pack$/, '.idx')], { cwd: target });
+        expect(
+          fs.readdirSync(path.join(target, 'objects/pack')).every((f) => !f.includes('zpack')),
+        ).toBe(true);
       } finally {
         fs.rmSync(dir, { recursive: true, force: true });
       }
@@ -90,8 +108,14 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     const src = fixturePath('multi-pack');
     const dir = tmpDir();
     try {
-      const a = JSON.parse(toolOk(['--zstd=3', '-o', path.join(dir, 'a.zpack'), '--json', '--no-dict'], { cwd: src }));
-      const b = JSON.parse(toolOk(['--zstd=3', '-o', path.join(dir, 'b.zpack'), '--json', '--dict-trainer=js'], { cwd: src }));
+      const a = JSON.parse(
+        toolOk(['--zstd=3', '-o', path.join(dir, 'a.zpack'), '--json', '--no-dict'], { cwd: src }),
+      );
+      const b = JSON.parse(
+        toolOk(['--zstd=3', '-o', path.join(dir, 'b.zpack'), '--json', '--dict-trainer=js'], {
+          cwd: src,
+        }),
+      );
       expect(a.dictionaries).toEqual([]);
       expect(b.dictionaries.length).toBeGreaterThan(0);
       expect(b.bytes).toBeLessThan(a.bytes);
@@ -105,8 +129,16 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     const dir = tmpDir();
     try {
       const file = path.join(dir, 'g.zpack');
-      const out = JSON.parse(toolOk(['--zstd=3', '--graph-compression=0', '-o', file, '--json', '--dict-trainer=js'], { cwd: src }));
-      expect(out.dictionaries.map((d: { kind: string }) => d.kind).filter((k: string) => k.startsWith('commit') || k.startsWith('tree'))).toEqual([]);
+      const out = JSON.parse(
+        toolOk(['--zstd=3', '--graph-compression=0', '-o', file, '--json', '--dict-trainer=js'], {
+          cwd: src,
+        }),
+      );
+      expect(
+        out.dictionaries
+          .map((d: { kind: string }) => d.kind)
+          .filter((k: string) => k.startsWith('commit') || k.startsWith('tree')),
+      ).toEqual([]);
       const z = Pack.open(file, SHA1);
       try {
         const scan = scanPack(z, { checkCrc: true, onProblem: (p) => expect.fail(p.message) });
@@ -154,8 +186,19 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       toolOk(['-q', '--zstd', '-o', file, '--dict-trainer=js'], { cwd: src });
       const ok = tool(['verify', '-v', file], { cwd: src }).stdout;
       // the largest object entry that is a zstd frame: flip a byte in the middle of it
-      const rows = ok.split('\n').map((l) => /^[0-9a-f]+ (\w+) +(\d+) (\d+) (\d+)/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
-      const victim = rows.map((m) => ({ type: m[1]!, size: Number(m[2]), inPack: Number(m[3]), offset: Number(m[4]) })).filter((e) => e.inPack < e.size).sort((a, b) => b.inPack - a.inPack)[0]!;
+      const rows = ok
+        .split('\n')
+        .map((l) => /^[0-9a-f]+ (\w+) +(\d+) (\d+) (\d+)/.exec(l))
+        .filter((m): m is RegExpExecArray => m !== null);
+      const victim = rows
+        .map((m) => ({
+          type: m[1]!,
+          size: Number(m[2]),
+          inPack: Number(m[3]),
+          offset: Number(m[4]),
+        }))
+        .filter((e) => e.inPack < e.size)
+        .sort((a, b) => b.inPack - a.inPack)[0]!;
       const bytes = fs.readFileSync(file);
       bytes[victim.offset + Math.floor(victim.inPack / 2)]! ^= 0x55;
       fs.chmodSync(file, 0o644);
@@ -169,7 +212,11 @@ describe('zstd packs: written outside the repository, read by our reader, back t
       const r = tool(['zstd-import', file], { cwd: target });
       expect(r.status).toBe(128);
       // Named as git names a corrupt packed object: id, file, what, offset and the entry's type.
-      expect(r.stderr).toMatch(new RegExp(`^fatal: packed object [0-9a-f]{40} \\(stored in .*d\\.zpack\\) is corrupt: .* at offset ${victim.offset} \\(${victim.type} entry\\)\n$`));
+      expect(r.stderr).toMatch(
+        new RegExp(
+          `^fatal: packed object [0-9a-f]{40} \\(stored in .*d\\.zpack\\) is corrupt: .* at offset ${victim.offset} \\(${victim.type} entry\\)\n$`,
+        ),
+      );
       expect(snapshot(target)).toEqual(before);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
@@ -185,7 +232,9 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     const out = path.join(os.tmpdir(), `rts-norefs-${process.pid}.zpack`);
     const r = tool(['--zstd', '-o', out], { cwd: repo });
     expect(r.status).toBe(128);
-    expect(r.stderr).toMatch(/^fatal: git for-each-ref failed: fatal: unexpected line in .*packed-refs: garbage line\n$/);
+    expect(r.stderr).toMatch(
+      /^fatal: git for-each-ref failed: fatal: unexpected line in .*packed-refs: garbage line\n$/,
+    );
     expect(fs.existsSync(out)).toBe(false);
     expect(listPacks(repo)).toEqual(packsBefore);
     expect(objectSet(repo)).toEqual(before);
@@ -199,12 +248,20 @@ describe('zstd packs: written outside the repository, read by our reader, back t
     const root = path.resolve(path.dirname(BIN), '..');
     const bare = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-nozstd-'));
     try {
-      for (const d of ['bin', 'dist']) fs.cpSync(path.join(root, d), path.join(bare, d), { recursive: true });
+      for (const d of ['bin', 'dist'])
+        fs.cpSync(path.join(root, d), path.join(bare, d), { recursive: true });
       fs.copyFileSync(path.join(root, 'package.json'), path.join(bare, 'package.json'));
-      const run = (args: string[]) => spawnSync(nodeBinary(20), [path.join(bare, 'bin', 'git-repack-ts.js'), ...args], { cwd: repo, env: gitEnv(), encoding: 'utf8' });
+      const run = (args: string[]) =>
+        spawnSync(nodeBinary(20), [path.join(bare, 'bin', 'git-repack-ts.js'), ...args], {
+          cwd: repo,
+          env: gitEnv(),
+          encoding: 'utf8',
+        });
       const r = run(['--zstd', '-o', path.join(bare, 'never.zpack')]);
       expect(r.status).toBe(128);
-      expect(r.stderr).toBe(`fatal: ${zstdMissing(spawnSync(nodeBinary(20), ['--version'], { encoding: 'utf8' }).stdout.trim())}\n`);
+      expect(r.stderr).toBe(
+        `fatal: ${zstdMissing(spawnSync(nodeBinary(20), ['--version'], { encoding: 'utf8' }).stdout.trim())}\n`,
+      );
       expect(fs.existsSync(path.join(bare, 'never.zpack'))).toBe(false);
       expect(run(['-q', '--graph-compression=0']).status).toBe(0);
       expect(run(['verify']).status).toBe(0);

@@ -28,15 +28,18 @@ export async function runCase(s, plan, dir) {
   } catch (e) {
     return { kind: 'verify threw', message: describe(e) };
   }
-  if (changed && r.ok && !plan.fix) return { kind: 'verify missed a change behind a checksum', message: '' };
+  if (changed && r.ok && !plan.fix)
+    return { kind: 'verify missed a change behind a checksum', message: '' };
   for (const p of r.problems) {
-    if (!files.includes(p.file) || !Number.isSafeInteger(p.offset) || p.offset < 0) return { kind: 'verify report without file and offset', message: JSON.stringify(p) };
+    if (!files.includes(p.file) || !Number.isSafeInteger(p.offset) || p.offset < 0)
+      return { kind: 'verify report without file and offset', message: JSON.stringify(p) };
   }
   try {
     inspectRepository([base + '.pack'], dir, algo);
   } catch (e) {
     if (!(e instanceof GitError)) return { kind: 'inspect threw', message: describe(e) };
-    if (!files.some((f) => e.message.includes(f)) || !/at offset \d+/.test(e.message)) return { kind: 'inspect error without file and offset', message: e.message };
+    if (!files.some((f) => e.message.includes(f)) || !/at offset \d+/.test(e.message))
+      return { kind: 'inspect error without file and offset', message: e.message };
   }
   const ms = Date.now() - t0;
   if (ms > 5000) return { kind: 'slow', message: `${ms} ms` };
@@ -50,7 +53,7 @@ function describe(e) {
 /** Drops ops one at a time while the same kind of finding remains. */
 async function minimise(s, plan, dir, finding) {
   let ops = plan.ops;
-  for (let i = 0; i < ops.length && ops.length > 1; ) {
+  for (let i = 0; i < ops.length && ops.length > 1;) {
     const fewer = ops.filter((_, k) => k !== i);
     const f = await runCase(s, { ...plan, ops: fewer }, dir);
     if (f && f.kind === finding.kind) ops = fewer;
@@ -68,6 +71,10 @@ parentPort.on('message', async (m) => {
   parentPort.postMessage({ type: 'start', id: m.id, plan });
   const f = await runCase(s, plan, dir);
   const min = f && f.kind !== 'slow' ? await minimise(s, plan, dir, f) : plan;
-  parentPort.postMessage({ type: 'done', id: m.id, finding: f && { ...f, plan: min, source: s.name } });
+  parentPort.postMessage({
+    type: 'done',
+    id: m.id,
+    finding: f && { ...f, plan: min, source: s.name },
+  });
 });
 parentPort.postMessage({ type: 'ready' });

@@ -30,4 +30,8 @@ export function fuzz(o: {
   onFinding?: (f: FuzzFinding) => void;
 }): Promise<{ cases: number; findings: FuzzFinding[]; ms: number }>;
 
-export function replay(source: FuzzSource, seed: number, dist?: string): Promise<FuzzFinding | undefined>;
+export function replay(
+  source: FuzzSource,
+  seed: number,
+  dist?: string,
+): Promise<FuzzFinding | undefined>;

@@ -21,7 +21,9 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
  */
 export async function fuzz(o) {
   const dist = o.dist ?? path.resolve(HERE, '../../dist');
-  const tmp = fs.mkdtempSync(path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'git-repack-ts-fuzz-'));
+  const tmp = fs.mkdtempSync(
+    path.join(fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir(), 'git-repack-ts-fuzz-'),
+  );
   const timeoutMs = o.timeoutMs ?? 20_000;
   const seed0 = o.seed ?? 1;
   const findings = [];
@@ -31,7 +33,10 @@ export async function fuzz(o) {
   try {
     while (next < o.cases) {
       await new Promise((resolve, reject) => {
-        const w = new Worker(path.join(HERE, 'fuzz-worker.mjs'), { workerData: { dist, tmp }, resourceLimits: { maxOldGenerationSizeMb: 512 } });
+        const w = new Worker(path.join(HERE, 'fuzz-worker.mjs'), {
+          workerData: { dist, tmp },
+          resourceLimits: { maxOldGenerationSizeMb: 512 },
+        });
         let current;
         let timer;
         let ended = false;
@@ -46,10 +51,21 @@ export async function fuzz(o) {
           const id = next++;
           const i = id;
           current = { id, seed: seed0 + i, source: o.sources[i % o.sources.length] };
-          w.postMessage({ type: 'case', id, seed: current.seed, source: current.source, worker: 0 });
+          w.postMessage({
+            type: 'case',
+            id,
+            seed: current.seed,
+            source: current.source,
+            worker: 0,
+          });
           clearTimeout(timer);
           timer = setTimeout(() => {
-            const f = { kind: 'hang', message: `no answer within ${timeoutMs} ms`, source: current.source.name, plan: current.plan ?? { seed: current.seed } };
+            const f = {
+              kind: 'hang',
+              message: `no answer within ${timeoutMs} ms`,
+              source: current.source.name,
+              plan: current.plan ?? { seed: current.seed },
+            };
             findings.push(f);
             o.onFinding?.(f);
             done++;
@@ -70,7 +86,12 @@ export async function fuzz(o) {
         });
         w.on('error', (e) => {
           // The worker itself died (out of memory, say): that case is a finding too.
-          const f = { kind: 'worker died', message: String(e?.message ?? e), source: current?.source.name, plan: current?.plan ?? { seed: current?.seed } };
+          const f = {
+            kind: 'worker died',
+            message: String(e?.message ?? e),
+            source: current?.source.name,
+            plan: current?.plan ?? { seed: current?.seed },
+          };
           findings.push(f);
           o.onFinding?.(f);
           done++;

@@ -6,8 +6,17 @@ export interface LoadedSource extends FuzzSource {
   hashLen: number;
 }
 
-export function prng(seed: number): { u32(): number; int(n: number): number; pick<T>(a: readonly T[]): T };
+export function prng(seed: number): {
+  u32(): number;
+  int(n: number): number;
+  pick<T>(a: readonly T[]): T;
+};
 export function loadSource(src: FuzzSource): LoadedSource;
 export function planCase(seed: number, s: LoadedSource): Required<FuzzPlan>;
 export function applyOps(buf: Buffer, ops: Record<string, unknown>[]): Buffer;
-export function materialise(s: LoadedSource, plan: FuzzPlan, dir: string, baseName?: string): { base: string; changed: boolean };
+export function materialise(
+  s: LoadedSource,
+  plan: FuzzPlan,
+  dir: string,
+  baseName?: string,
+): { base: string; changed: boolean };

@@ -46,15 +46,27 @@ function entrySpans(idx, packLen, len) {
     } else offs.push([idx.readUInt32BE(fan + 1024 + i * (len + 4)), i]);
   }
   offs.sort((a, b) => a[0] - b[0]);
-  return { v2, n, spans: offs.map(([o, i], k) => ({ start: o, end: k + 1 < offs.length ? offs[k + 1][0] : packLen - len, pos: i })) };
+  return {
+    v2,
+    n,
+    spans: offs.map(([o, i], k) => ({
+      start: o,
+      end: k + 1 < offs.length ? offs[k + 1][0] : packLen - len,
+      pos: i,
+    })),
+  };
 }
 
-const INTERESTING32 = [0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff];
+const INTERESTING32 = [
+  0, 1, 0x7f, 0x80, 0xff, 0x7fff, 0x8000, 0xffff, 0x7fffffff, 0x80000000, 0xffffffff,
+];
 
 /** One case: what to mutate and how, drawn from the seed. */
 export function planCase(seed, s) {
   const r = prng(seed);
-  const targets = s.bytes.rev ? ['pack', 'pack', 'pack', 'idx', 'idx', 'rev'] : ['pack', 'pack', 'pack', 'idx', 'idx'];
+  const targets = s.bytes.rev
+    ? ['pack', 'pack', 'pack', 'idx', 'idx', 'rev']
+    : ['pack', 'pack', 'pack', 'idx', 'idx'];
   const target = r.pick(targets);
   const len = s.bytes[target].length;
   // Half of the cases keep every checksum (and CRC) consistent, so that the damage reaches the
@@ -71,10 +83,17 @@ export function planCase(seed, s) {
   for (let i = 0; i < nops; i++) {
     const k = r.int(fix ? 4 : 8);
     if (k === 0) ops.push({ op: 'flip', at: pos(), bit: r.int(8) });
-    else if (k === 1) ops.push({ op: 'byte', at: pos(), value: r.pick([0, 0xff, 0x7f, 0x80, r.int(256)]) });
-    else if (k === 2 || k === 3) ops.push({ op: 'u32', at: pos() & ~3, value: r.pick(INTERESTING32) });
+    else if (k === 1)
+      ops.push({ op: 'byte', at: pos(), value: r.pick([0, 0xff, 0x7f, 0x80, r.int(256)]) });
+    else if (k === 2 || k === 3)
+      ops.push({ op: 'u32', at: pos() & ~3, value: r.pick(INTERESTING32) });
     else if (k === 4) ops.push({ op: 'truncate', to: r.int(len + 1) });
-    else if (k === 5) ops.push({ op: 'insert', at: pos(), bytes: Array.from({ length: 1 + r.int(16) }, () => r.int(256)) });
+    else if (k === 5)
+      ops.push({
+        op: 'insert',
+        at: pos(),
+        bytes: Array.from({ length: 1 + r.int(16) }, () => r.int(256)),
+      });
     else if (k === 6) ops.push({ op: 'delete', at: pos(), n: 1 + r.int(32) });
     else ops.push({ op: 'dup', from: pos(), n: 1 + r.int(64), at: pos() });
   }
@@ -88,9 +107,11 @@ export function applyOps(buf, ops) {
     else if (o.op === 'byte' && o.at < b.length) b[o.at] = o.value;
     else if (o.op === 'u32' && o.at + 4 <= b.length) b.writeUInt32BE(o.value >>> 0, o.at);
     else if (o.op === 'truncate') b = b.subarray(0, Math.min(o.to, b.length));
-    else if (o.op === 'insert') b = Buffer.concat([b.subarray(0, o.at), Buffer.from(o.bytes), b.subarray(o.at)]);
+    else if (o.op === 'insert')
+      b = Buffer.concat([b.subarray(0, o.at), Buffer.from(o.bytes), b.subarray(o.at)]);
     else if (o.op === 'delete') b = Buffer.concat([b.subarray(0, o.at), b.subarray(o.at + o.n)]);
-    else if (o.op === 'dup') b = Buffer.concat([b.subarray(0, o.at), b.subarray(o.from, o.from + o.n), b.subarray(o.at)]);
+    else if (o.op === 'dup')
+      b = Buffer.concat([b.subarray(0, o.at), b.subarray(o.from, o.from + o.n), b.subarray(o.at)]);
   }
   return b;
 }
@@ -98,13 +119,20 @@ export function applyOps(buf, ops) {
 function resum(buf, hash, len) {
   if (buf.length < len) return buf;
   const out = Buffer.from(buf);
-  createHash(hash).update(out.subarray(0, out.length - len)).digest().copy(out, out.length - len);
+  createHash(hash)
+    .update(out.subarray(0, out.length - len))
+    .digest()
+    .copy(out, out.length - len);
   return out;
 }
 
 /** The mutated files of a case, written into `dir` as `<baseName>.pack` etc. */
 export function materialise(s, plan, dir, baseName = 'pack-fuzz') {
-  const files = { pack: Buffer.from(s.bytes.pack), idx: Buffer.from(s.bytes.idx), rev: s.bytes.rev && Buffer.from(s.bytes.rev) };
+  const files = {
+    pack: Buffer.from(s.bytes.pack),
+    idx: Buffer.from(s.bytes.idx),
+    rev: s.bytes.rev && Buffer.from(s.bytes.rev),
+  };
   const len = s.hashLen;
   files[plan.target] = applyOps(files[plan.target], plan.ops);
   if (plan.fix) {
@@ -115,7 +143,10 @@ export function materialise(s, plan, dir, baseName = 'pack-fuzz') {
       for (const e of s.entries.spans) {
         if (!v2) break;
         if (!files.pack.subarray(e.start, e.end).equals(s.bytes.pack.subarray(e.start, e.end))) {
-          idx.writeUInt32BE(crc32(files.pack.subarray(e.start, e.end)) >>> 0, 8 + 1024 + n * len + e.pos * 4);
+          idx.writeUInt32BE(
+            crc32(files.pack.subarray(e.start, e.end)) >>> 0,
+            8 + 1024 + n * len + e.pos * 4,
+          );
         }
       }
       files.pack = resum(files.pack, s.hash, len);
@@ -138,7 +169,9 @@ export function materialise(s, plan, dir, baseName = 'pack-fuzz') {
   put('.idx', files.idx);
   if (files.rev) put('.rev', files.rev);
   else fs.rmSync(base + '.rev', { force: true });
-  const changed = !files.pack.equals(s.bytes.pack) || !files.idx.equals(s.bytes.idx) || (files.rev !== undefined && !files.rev.equals(s.bytes.rev));
+  const changed =
+    !files.pack.equals(s.bytes.pack) ||
+    !files.idx.equals(s.bytes.idx) ||
+    (files.rev !== undefined && !files.rev.equals(s.bytes.rev));
   return { base, changed };
 }
-

@@ -31,7 +31,10 @@ const GROUPS = {
 };
 
 const args = process.argv.slice(2);
-const only = args.find((a) => a.startsWith('--only='))?.slice(7).split(',');
+const only = args
+  .find((a) => a.startsWith('--only='))
+  ?.slice(7)
+  .split(',');
 const write = args.includes('--write');
 for (const g of only ?? []) {
   if (!(g in GROUPS)) {
@@ -74,7 +77,8 @@ const rows = fs
   .filter(Boolean)
   .map((l) => JSON.parse(l));
 const group = (re) => rows.filter((x) => re.test(x.figure));
-const sum = (xs) => xs.reduce((a, x) => ({ tried: a.tried + x.tried, held: a.held + x.held }), { tried: 0, held: 0 });
+const sum = (xs) =>
+  xs.reduce((a, x) => ({ tried: a.tried + x.tried, held: a.held + x.held }), { tried: 0, held: 0 });
 const kills = sum(group(/kills/));
 const damaged = sum(group(/^damaged inputs/));
 const fuzzed = sum(group(/^fuzz cases/));
@@ -82,18 +86,29 @@ const journal = sum(group(/journal|lock takeover|takeover markers|\.idx and its 
 const version = (cmd, a) => (spawnSync(cmd, a, { encoding: 'utf8' }).stdout || '').trim();
 
 const lines = [];
-lines.push(`Run of ${new Date().toISOString().slice(0, 10)}: \`npm run reliability${args.length ? ' -- ' + args.join(' ') : ''}\`, ${minutes} min on ${os.cpus().length} cores, node ${process.version}, ${version('git', ['--version'])}; vitest exit ${r.status}.`);
+lines.push(
+  `Run of ${new Date().toISOString().slice(0, 10)}: \`npm run reliability${args.length ? ' -- ' + args.join(' ') : ''}\`, ${minutes} min on ${os.cpus().length} cores, node ${process.version}, ${version('git', ['--version'])}; vitest exit ${r.status}.`,
+);
 lines.push('');
 lines.push('| summary | tried | held |');
 lines.push('|---|---|---|');
-lines.push(`| kills survived / kills tried (fault points and random moments) | ${kills.tried} | ${kills.held} |`);
-lines.push(`| damaged inputs handled cleanly / tried (in-process and CLI runs) | ${damaged.tried} | ${damaged.held} |`);
+lines.push(
+  `| kills survived / kills tried (fault points and random moments) | ${kills.tried} | ${kills.held} |`,
+);
+lines.push(
+  `| damaged inputs handled cleanly / tried (in-process and CLI runs) | ${damaged.tried} | ${damaged.held} |`,
+);
 lines.push(`| fuzz cases without a finding / run | ${fuzzed.tried} | ${fuzzed.held} |`);
-lines.push(`| journal and lock cases held / tried (forged journals, lock takeovers) | ${journal.tried} | ${journal.held} |`);
+lines.push(
+  `| journal and lock cases held / tried (forged journals, lock takeovers) | ${journal.tried} | ${journal.held} |`,
+);
 lines.push('');
 lines.push('| figure | tried | held | notes |');
 lines.push('|---|---|---|---|');
-for (const x of rows) lines.push(`| ${x.figure} | ${x.tried} | ${x.held} | ${x.notes.join('; ').replace(/\|/g, '\\|')} |`);
+for (const x of rows)
+  lines.push(
+    `| ${x.figure} | ${x.tried} | ${x.held} | ${x.notes.join('; ').replace(/\|/g, '\\|')} |`,
+  );
 const table = lines.join('\n');
 console.log('\n' + table + '\n');
 

@@ -24,13 +24,26 @@ export interface HashObjectOptions {
   signal?: AbortSignal | undefined;
 }
 
-const KNOWN = ['type', 'write', 'path', 'noFilters', 'literally', 'repository', 'onWarning', 'signal'] as const;
+const KNOWN = [
+  'type',
+  'write',
+  'path',
+  'noFilters',
+  'literally',
+  'repository',
+  'onWarning',
+  'signal',
+] as const;
 
 /** `git repack-ts hash-object [-t <type>] [-w] <file>`: resolves to the object id in hex. */
-export async function hashObject(filePath: string, options: HashObjectOptions = {}): Promise<string> {
+export async function hashObject(
+  filePath: string,
+  options: HashObjectOptions = {},
+): Promise<string> {
   return apiCall(options?.signal, async () => {
     checkOptions(options, KNOWN, 'hashObject');
-    if (typeof filePath !== 'string' || filePath === '') throw new GitRepackError('usage', 'hashObject: a file path is required');
+    if (typeof filePath !== 'string' || filePath === '')
+      throw new GitRepackError('usage', 'hashObject: a file path is required');
     const file = resolve(filePath);
     let id: string | undefined;
     await hashObjects(
@@ -50,9 +63,14 @@ export async function hashObject(filePath: string, options: HashObjectOptions = 
         // The command's own check: another user's repository is refused before anything is written.
         euid: callerEuid(),
       },
-      { onIds: (lines) => (id = lines.split('\n')[0]), onStderr: (text) => options.onWarning?.(text.trimEnd()), signal: options.signal },
+      {
+        onIds: (lines) => (id = lines.split('\n')[0]),
+        onStderr: (text) => options.onWarning?.(text.trimEnd()),
+        signal: options.signal,
+      },
     );
-    if (id === undefined) throw new GitRepackError('internal', `hash-object gave no id for ${file}`, { file });
+    if (id === undefined)
+      throw new GitRepackError('internal', `hash-object gave no id for ${file}`, { file });
     return id;
   });
 }

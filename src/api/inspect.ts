@@ -20,7 +20,10 @@ export function inspectRepo(repo: Repository, options: InspectOptions = {}): Ins
 }
 
 /** Per-type census of the repository at or above `repoPath`: deltas, depths, sizes, zlib levels. */
-export async function inspect(repoPath: string, options: InspectOptions = {}): Promise<InspectReport> {
+export async function inspect(
+  repoPath: string,
+  options: InspectOptions = {},
+): Promise<InspectReport> {
   return apiCall(options?.signal, () => {
     checkOptions(options, ['onProgress', 'signal'], 'inspect');
     return inspectRepo(repositoryAt(repoPath), options);

@@ -1,6 +1,12 @@
 import { repack as repackCommand, type RepackResult } from '../commands/repack.js';
 import { GitRepackError } from '../errors.js';
-import { fallbackLevel, parseLevelFlag, resolveLevels, type Level, type LevelFlags } from '../repack/levels.js';
+import {
+  fallbackLevel,
+  parseLevelFlag,
+  resolveLevels,
+  type Level,
+  type LevelFlags,
+} from '../repack/levels.js';
 import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import { apiCall, checkOptions, repositoryAt, type ProgressCallback } from './common.js';
@@ -40,11 +46,31 @@ export interface RepackOptions {
   signal?: AbortSignal | undefined;
 }
 
-const KNOWN = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression', 'dryRun', 'fsck', 'keepPacks', 'all', 'auto', 'writeBitmapIndex', 'onProgress', 'onWarning', 'signal'] as const;
+const KNOWN = [
+  'graphCompression',
+  'commitCompression',
+  'treeCompression',
+  'blobCompression',
+  'tagCompression',
+  'compression',
+  'dryRun',
+  'fsck',
+  'keepPacks',
+  'all',
+  'auto',
+  'writeBitmapIndex',
+  'onProgress',
+  'onWarning',
+  'signal',
+] as const;
 
 function level(name: string, v: unknown): Level | undefined {
   if (v === undefined) return undefined;
-  if (typeof v !== 'number' && typeof v !== 'string') throw new GitRepackError('usage', `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${String(v)}'`);
+  if (typeof v !== 'number' && typeof v !== 'string')
+    throw new GitRepackError(
+      'usage',
+      `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${String(v)}'`,
+    );
   return parseLevelFlag(name, String(v));
 }
 
@@ -53,11 +79,22 @@ function fsckMode(v: unknown): FsckMode {
   if (v === 'full') return 'full';
   if (v === 'connectivity') return 'connectivity';
   if (v === false) return 'none';
-  throw new GitRepackError('usage', `--fsck expects 'changed', 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`);
+  throw new GitRepackError(
+    'usage',
+    `--fsck expects 'changed', 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`,
+  );
 }
 
 /** The per-type level options (shared with the zstd export and import), as the CLI's flags. */
-export type LevelOptions = Pick<RepackOptions, 'graphCompression' | 'commitCompression' | 'treeCompression' | 'blobCompression' | 'tagCompression' | 'compression'>;
+export type LevelOptions = Pick<
+  RepackOptions,
+  | 'graphCompression'
+  | 'commitCompression'
+  | 'treeCompression'
+  | 'blobCompression'
+  | 'tagCompression'
+  | 'compression'
+>;
 
 export function levelFlagsOf(o: LevelOptions): LevelFlags {
   return {
@@ -74,8 +111,10 @@ export function levelFlagsOf(o: LevelOptions): LevelFlags {
 export async function repackRepo(repo: Repository, o: RepackOptions): Promise<RepackResult> {
   const flags = levelFlagsOf(o);
   const keepPacks = o.keepPacks ?? [];
-  if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string')) throw new GitRepackError('usage', '--keep-pack expects pack names');
-  if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean') throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');
+  if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string'))
+    throw new GitRepackError('usage', '--keep-pack expects pack names');
+  if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean')
+    throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');
   return repackCommand(repo, {
     levels: resolveLevels(flags, repo.config),
     autoFallback: fallbackLevel(flags, repo.config),

@@ -34,7 +34,13 @@ export interface VerboseEntry {
 /** `<id> <type> <size> <size-in-pack> <offset> [<depth> <base-id>]`, as git verify-pack -v prints it. */
 function verboseEntry(line: string): VerboseEntry {
   const [id, type, size, packedSize, offset, depth, base] = line.trim().split(/\s+/);
-  const e: VerboseEntry = { id: id!, type: type!, size: Number(size), packedSize: Number(packedSize), offset: Number(offset) };
+  const e: VerboseEntry = {
+    id: id!,
+    type: type!,
+    size: Number(size),
+    packedSize: Number(packedSize),
+    offset: Number(offset),
+  };
   if (depth !== undefined && base !== undefined) Object.assign(e, { depth: Number(depth), base });
   return e;
 }
@@ -49,9 +55,14 @@ export interface VerifyTarget {
 
 /** `foo`, `foo.idx` and `foo.pack` name the same pair, as in verify-pack; a `.zpack` is its own index. */
 export function verifyTarget(arg: string, cwd: string): VerifyTarget {
-  if (arg.endsWith('.zpack')) return { pack: resolve(cwd, arg), idx: resolve(cwd, arg), shown: arg };
+  if (arg.endsWith('.zpack'))
+    return { pack: resolve(cwd, arg), idx: resolve(cwd, arg), shown: arg };
   const base = arg.replace(/\.(idx|pack)$/, '');
-  return { pack: resolve(cwd, base + '.pack'), idx: resolve(cwd, base + '.idx'), shown: base + '.pack' };
+  return {
+    pack: resolve(cwd, base + '.pack'),
+    idx: resolve(cwd, base + '.idx'),
+    shown: base + '.pack',
+  };
 }
 
 export interface VerifyRun {
@@ -68,16 +79,32 @@ export interface VerifyRun {
 }
 
 /** Verifies the packs one after the other (the CLI's `verify`, printing through the hooks). */
-export async function verifyTargets(targets: readonly VerifyTarget[], run: VerifyRun): Promise<VerifyReport> {
+export async function verifyTargets(
+  targets: readonly VerifyTarget[],
+  run: VerifyRun,
+): Promise<VerifyReport> {
   const packs: VerifyReport['packs'] = [];
   for (const t of targets) {
     run.signal?.throwIfAborted();
     const missing = !existsSync(t.idx) && !existsSync(t.pack);
     const entries: VerboseEntry[] = [];
-    const verboseLine = run.entries === true ? (l: string) => entries.push(verboseEntry(l)) : run.verboseLine;
+    const verboseLine =
+      run.entries === true ? (l: string) => entries.push(verboseEntry(l)) : run.verboseLine;
     const r = missing
-      ? { pack: t.shown, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [{ file: shownPath(t.pack), offset: 0, message: 'cannot open pack' }], moreProblems: 0 }
-      : { ...(await verifyPack(t.pack, t.idx, run.algo, { ...run, verboseLine })), pack: t.shown, ...(run.entries === true ? { entries } : {}) };
+      ? {
+          pack: t.shown,
+          ok: false,
+          objects: 0,
+          nonDelta: 0,
+          chainLengths: [],
+          problems: [{ file: shownPath(t.pack), offset: 0, message: 'cannot open pack' }],
+          moreProblems: 0,
+        }
+      : {
+          ...(await verifyPack(t.pack, t.idx, run.algo, { ...run, verboseLine })),
+          pack: t.shown,
+          ...(run.entries === true ? { entries } : {}),
+        };
     packs.push(r);
     run.onPack?.(r, missing);
   }
@@ -98,18 +125,34 @@ function repositoryOf(pack: string): { algo: HashAlgo; bigFileThreshold: number 
  * `git repack-ts verify <pack>…` (git verify-pack): checksums, idx order, every entry's CRC32,
  * every object re-hashed. A damaged pack is a result (`ok: false`, its problems), not an error.
  */
-export async function verify(packPath: string | readonly string[], options: VerifyOptions = {}): Promise<VerifyReport> {
+export async function verify(
+  packPath: string | readonly string[],
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
   return apiCall(options?.signal, () => {
     checkOptions(options, ['objectFormat', 'onProgress', 'signal'], 'verify');
     const paths = typeof packPath === 'string' ? [packPath] : packPath;
-    if (!Array.isArray(paths) || paths.length === 0 || paths.some((p) => typeof p !== 'string' || p === '')) throw new GitRepackError('usage', 'verify: pack paths expected');
+    if (
+      !Array.isArray(paths) ||
+      paths.length === 0 ||
+      paths.some((p) => typeof p !== 'string' || p === '')
+    )
+      throw new GitRepackError('usage', 'verify: pack paths expected');
     const targets = paths.map((p) => verifyTarget(p, resolve('.')));
     let repo = repositoryOf(shownPath(targets[0]!.pack));
     if (options.objectFormat !== undefined) {
       const algo = hashAlgoByName(options.objectFormat);
-      if (algo === undefined) throw new GitRepackError('usage', `unknown hash algorithm '${String(options.objectFormat)}'`);
+      if (algo === undefined)
+        throw new GitRepackError(
+          'usage',
+          `unknown hash algorithm '${String(options.objectFormat)}'`,
+        );
       repo = { ...repo, algo };
     }
-    return verifyTargets(targets, { ...repo, onProgress: options.onProgress, signal: options.signal });
+    return verifyTargets(targets, {
+      ...repo,
+      onProgress: options.onProgress,
+      signal: options.signal,
+    });
   });
 }

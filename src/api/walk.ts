@@ -27,7 +27,10 @@ export function readShallow(repo: Repository): string | undefined {
 export function walkRepo(repo: Repository, options: WalkOptions = {}): WalkResult {
   const odb = ObjectDatabase.open(repo.algo, [repo.objectsDir, ...repo.alternates]);
   try {
-    return walkObjects(odb, repo.algo, listRefs(repo.gitDir, repo.env), { readBlobs: options.readBlobs === true, shallow: readShallow(repo) });
+    return walkObjects(odb, repo.algo, listRefs(repo.gitDir, repo.env), {
+      readBlobs: options.readBlobs === true,
+      shallow: readShallow(repo),
+    });
   } finally {
     odb.close();
   }

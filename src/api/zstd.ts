@@ -32,41 +32,81 @@ export interface ZstdImportOptions extends LevelOptions {
   signal?: AbortSignal | undefined;
 }
 
-const LEVELS = ['graphCompression', 'commitCompression', 'treeCompression', 'blobCompression', 'tagCompression', 'compression'] as const;
+const LEVELS = [
+  'graphCompression',
+  'commitCompression',
+  'treeCompression',
+  'blobCompression',
+  'tagCompression',
+  'compression',
+] as const;
 const EXPORT_KNOWN = [...LEVELS, 'level', 'dictSize', 'dictTrainer', 'onProgress', 'signal'];
 const IMPORT_KNOWN = [...LEVELS, 'fsck', 'force', 'onProgress', 'onWarning', 'signal'];
 
-function exportSettings(o: ZstdExportOptions): { level: number; dictSize: number; dictMethod: 'auto' | 'js' } {
+function exportSettings(o: ZstdExportOptions): {
+  level: number;
+  dictSize: number;
+  dictMethod: 'auto' | 'js';
+} {
   const level = o.level ?? DEFAULT_ZSTD_LEVEL;
-  if (!Number.isInteger(level) || level < 1 || level > 22) throw new GitRepackError('usage', `--zstd expects a level from 1 to 22, not '${String(o.level)}'`);
+  if (!Number.isInteger(level) || level < 1 || level > 22)
+    throw new GitRepackError(
+      'usage',
+      `--zstd expects a level from 1 to 22, not '${String(o.level)}'`,
+    );
   const dictSize = o.dictSize === false ? 0 : (o.dictSize ?? DEFAULT_DICT_SIZE);
   if (dictSize !== 0 && (!Number.isInteger(dictSize) || dictSize < 1024 || dictSize > 1 << 24)) {
-    throw new GitRepackError('usage', `--dict-size expects a number of bytes from 1024 to 16777216, not '${String(o.dictSize)}'`);
+    throw new GitRepackError(
+      'usage',
+      `--dict-size expects a number of bytes from 1024 to 16777216, not '${String(o.dictSize)}'`,
+    );
   }
   const dictMethod = o.dictTrainer ?? 'auto';
-  if (dictMethod !== 'auto' && dictMethod !== 'js') throw new GitRepackError('usage', `--dict-trainer expects 'auto' or 'js', not '${String(o.dictTrainer)}'`);
+  if (dictMethod !== 'auto' && dictMethod !== 'js')
+    throw new GitRepackError(
+      'usage',
+      `--dict-trainer expects 'auto' or 'js', not '${String(o.dictTrainer)}'`,
+    );
   return { level, dictSize, dictMethod };
 }
 
 /** The export of an opened repository (the CLI's): `out` absolute or relative to the process's directory. */
-export async function zstdExportRepo(repo: Repository, out: string, o: ZstdExportOptions): Promise<ExportResult> {
+export async function zstdExportRepo(
+  repo: Repository,
+  out: string,
+  o: ZstdExportOptions,
+): Promise<ExportResult> {
   const settings = exportSettings(o);
-  if (typeof out !== 'string' || out === '') throw new GitRepackError('usage', '--zstd needs -o <file>');
+  if (typeof out !== 'string' || out === '')
+    throw new GitRepackError('usage', '--zstd needs -o <file>');
   // A type whose level (flags, then config) is 0 is stored plain; the zstd level covers the rest.
   const levels = resolveLevels(levelFlagsOf(o), repo.config);
   const plainTypes = new Set(([1, 2, 3, 4] as const).filter((t) => levels[t] === 0));
-  return exportZpack(repo, { out: resolve(out), ...settings, plainTypes, onProgress: o.onProgress, signal: o.signal });
+  return exportZpack(repo, {
+    out: resolve(out),
+    ...settings,
+    plainTypes,
+    onProgress: o.onProgress,
+    signal: o.signal,
+  });
 }
 
 function fsckMode(v: unknown): FsckMode {
   if (v === undefined || v === 'full') return 'full';
   if (v === 'connectivity') return 'connectivity';
   if (v === false) return 'none';
-  throw new GitRepackError('usage', `--fsck expects 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`);
+  throw new GitRepackError(
+    'usage',
+    `--fsck expects 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`,
+  );
 }
 
 /** The import into an opened repository (the CLI's). */
-export async function zstdImportRepo(repo: Repository, file: string, o: ZstdImportOptions): Promise<ImportResult> {
+export async function zstdImportRepo(
+  repo: Repository,
+  file: string,
+  o: ZstdImportOptions,
+): Promise<ImportResult> {
   if (typeof file !== 'string' || file === '') throw new GitRepackError('usage', 'no file given');
   const flags = levelFlagsOf(o);
   return importZpack(repo, resolve(file), {
@@ -84,7 +124,11 @@ export async function zstdImportRepo(repo: Repository, file: string, o: ZstdImpo
  * `git repack-ts --zstd -o <out>`: every object of the repository at or above `repoPath` into one
  * zstd pack `out` (never inside any repository's object directory), with the refs and HEAD.
  */
-export async function zstdExport(repoPath: string, out: string, options: ZstdExportOptions = {}): Promise<ExportResult> {
+export async function zstdExport(
+  repoPath: string,
+  out: string,
+  options: ZstdExportOptions = {},
+): Promise<ExportResult> {
   return apiCall(options?.signal, () => {
     checkOptions(options, EXPORT_KNOWN, 'zstdExport');
     return zstdExportRepo(repositoryAt(repoPath), out, options);
@@ -97,7 +141,11 @@ export async function zstdExport(repoPath: string, out: string, options: ZstdExp
  * commit yet) as `git fetch`/`git clone` from a bundle would set them. A ref the zpack and the
  * repository disagree on is left alone and reported (`status: 'rejected'`) unless `force`.
  */
-export async function zstdImport(repoPath: string, file: string, options: ZstdImportOptions = {}): Promise<ImportResult> {
+export async function zstdImport(
+  repoPath: string,
+  file: string,
+  options: ZstdImportOptions = {},
+): Promise<ImportResult> {
   return apiCall(options?.signal, () => {
     checkOptions(options, IMPORT_KNOWN, 'zstdImport');
     return zstdImportRepo(repositoryAt(repoPath), file, options);

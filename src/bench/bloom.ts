@@ -12,17 +12,29 @@ export function removeCommitGraph(gitDir: string): void {
 }
 
 /** The arguments of the commit-graph with changed-path Bloom filters (the `+bloom` state). */
-export const BLOOM_GRAPH_ARGS = ['commit-graph', 'write', '--reachable', '--changed-paths', '--no-progress'];
+export const BLOOM_GRAPH_ARGS = [
+  'commit-graph',
+  'write',
+  '--reachable',
+  '--changed-paths',
+  '--no-progress',
+];
 
 /**
  * Writes the `+bloom` state's commit-graph from nothing (untimed setup). The previous graph is
  * removed first: `write_commit_graph` would otherwise keep its data and copy filters it holds.
  */
-export function writeBloomGraph(gitDir: string, env: NodeJS.ProcessEnv): { seconds: number; bytes: number } {
+export function writeBloomGraph(
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+): { seconds: number; bytes: number } {
   const t0 = performance.now();
   removeCommitGraph(gitDir);
   runGit(gitDir, ['-c', 'core.commitGraph=true', ...BLOOM_GRAPH_ARGS], env);
-  return { seconds: (performance.now() - t0) / 1000, bytes: statSync(join(gitDir, 'objects', 'info', 'commit-graph')).size };
+  return {
+    seconds: (performance.now() - t0) / 1000,
+    bytes: statSync(join(gitDir, 'objects', 'info', 'commit-graph')).size,
+  };
 }
 
 interface Trace2Event {
@@ -37,8 +49,17 @@ function traced(gitDir: string, args: string[], env: NodeJS.ProcessEnv): Trace2E
   const file = `${gitDir}.trace2.json`;
   rmSync(file, { force: true });
   try {
-    const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], { env: { ...env, GIT_TRACE2_EVENT: file }, cwd: gitDir, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
-    if (r.error || r.status !== 0) throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.error?.message ?? r.stderr.trim()}`);
+    const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], {
+      env: { ...env, GIT_TRACE2_EVENT: file },
+      cwd: gitDir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      encoding: 'utf8',
+    });
+    if (r.error || r.status !== 0)
+      throw new GitError(
+        'io',
+        `git ${args.join(' ')} failed in ${gitDir}: ${r.error?.message ?? r.stderr.trim()}`,
+      );
     let text = '';
     try {
       text = readFileSync(file, 'utf8');
@@ -55,9 +76,15 @@ function traced(gitDir: string, args: string[], env: NodeJS.ProcessEnv): Trace2E
  * git's own account of the Bloom filters in a walk: revision.c's trace2 `bloom/statistics`
  * (trace2_bloom_filter_statistics_atexit) and blame.c's `bloom/queries` and `bloom/response-no`.
  */
-export function bloomStatistics(gitDir: string, args: string[], env: NodeJS.ProcessEnv): Omit<BloomCheck, 'scenario' | 'line'> {
+export function bloomStatistics(
+  gitDir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+): Omit<BloomCheck, 'scenario' | 'line'> {
   const events = traced(gitDir, args, env);
-  const stats = events.find((e) => e.event === 'data_json' && e.category === 'bloom' && e.key === 'statistics')?.value as Record<string, number> | undefined;
+  const stats = events.find(
+    (e) => e.event === 'data_json' && e.category === 'bloom' && e.key === 'statistics',
+  )?.value as Record<string, number> | undefined;
   const blameData = (key: string): number | undefined => {
     const e = events.find((x) => x.event === 'data' && x.category === 'blame' && x.key === key);
     return e === undefined ? undefined : Number(e.value);
@@ -81,5 +108,8 @@ export function assertBloomUsed(check: BloomCheck, commits: number, gitDir: stri
   if (commits < 2) return;
   const asked = check.blameQueries ?? check.definitelyNot + check.maybe;
   if (asked > 0) return;
-  throw new GitError('unsupported', `git did not read the changed-path Bloom filters in ${gitDir} (${check.line}: trace2 reports ${check.definitelyNot} "definitely not", ${check.maybe} "maybe", ${check.filterNotPresent} without a filter); the +bloom columns would not measure them`);
+  throw new GitError(
+    'unsupported',
+    `git did not read the changed-path Bloom filters in ${gitDir} (${check.line}: trace2 reports ${check.definitelyNot} "definitely not", ${check.maybe} "maybe", ${check.filterNotPresent} without a filter); the +bloom columns would not measure them`,
+  );
 }

@@ -25,13 +25,19 @@ function has(cmd: string, args: string[]): boolean {
 
 export function coldSupport(): ColdSupport {
   if (!has('dd', ['--version'])) return { available: false, reason: 'dd (coreutils) not found' };
-  if (!has('fincore', ['--version'])) return { available: false, reason: 'fincore (util-linux) not found: eviction cannot be checked' };
+  if (!has('fincore', ['--version']))
+    return {
+      available: false,
+      reason: 'fincore (util-linux) not found: eviction cannot be checked',
+    };
   return { available: true, reason: 'dd iflag=nocache, checked with fincore' };
 }
 
 /** Bytes of `file` resident in the page cache, or undefined when fincore cannot tell. */
 export function residentBytes(file: string): number | undefined {
-  const r = spawnSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], { encoding: 'utf8' });
+  const r = spawnSync('fincore', ['--bytes', '--noheadings', '--output', 'RES', file], {
+    encoding: 'utf8',
+  });
   if (r.error || r.status !== 0) return undefined;
   const n = Number(r.stdout.trim());
   return Number.isFinite(n) ? n : undefined;
@@ -41,7 +47,9 @@ export function residentBytes(file: string): number | undefined {
 export function evict(files: string[]): { failed: string[] } {
   const failed: string[] = [];
   for (const f of files) {
-    const r = spawnSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none'], { stdio: 'ignore' });
+    const r = spawnSync('dd', [`if=${f}`, 'iflag=nocache', 'count=0', 'status=none'], {
+      stdio: 'ignore',
+    });
     const res = residentBytes(f);
     if (r.status !== 0 || res === undefined || res > 0) failed.push(f);
   }
@@ -49,7 +57,10 @@ export function evict(files: string[]): { failed: string[] } {
 }
 
 /** Re-read speed of evicted files in MB/s (host caching shows as speeds no disk gives). */
-export function probeColdRead(files: string[], read: (files: string[]) => void): number | undefined {
+export function probeColdRead(
+  files: string[],
+  read: (files: string[]) => void,
+): number | undefined {
   const big = files.filter((f) => statSync(f).size > 0);
   const bytes = big.reduce((a, f) => a + statSync(f).size, 0);
   if (bytes === 0) return undefined;

@@ -1,4 +1,14 @@
-import { copyFileSync, cpSync, existsSync, linkSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  cpSync,
+  existsSync,
+  linkSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Repository } from '../store/repo.js';
 
@@ -31,7 +41,15 @@ function linkOrCopyFile(from: string, to: string): 'linked' | 'copied' {
 /** The configuration of the copy: nothing of the original's (no remote, hence no lazy fetch). */
 function copyConfig(repo: Repository): string {
   const sha256 = repo.algo.name !== 'sha1';
-  const lines = ['[core]', `\trepositoryformatversion = ${sha256 ? 1 : 0}`, '\tbare = true', '[gc]', '\tauto = 0', '[maintenance]', '\tauto = false'];
+  const lines = [
+    '[core]',
+    `\trepositoryformatversion = ${sha256 ? 1 : 0}`,
+    '\tbare = true',
+    '[gc]',
+    '\tauto = 0',
+    '[maintenance]',
+    '\tauto = false',
+  ];
   if (sha256) lines.push('[extensions]', `\tobjectformat = ${repo.algo.name}`);
   return lines.join('\n') + '\n';
 }
@@ -43,11 +61,17 @@ export function makePrivateCopy(repo: Repository, dest: string): CopyResult {
   mkdirSync(join(gitDir, 'refs'), { recursive: true });
   writeFileSync(join(gitDir, 'config'), copyConfig(repo));
   const headFile = join(repo.gitDir, 'HEAD');
-  writeFileSync(join(gitDir, 'HEAD'), existsSync(headFile) ? readFileSync(headFile) : 'ref: refs/heads/main\n');
+  writeFileSync(
+    join(gitDir, 'HEAD'),
+    existsSync(headFile) ? readFileSync(headFile) : 'ref: refs/heads/main\n',
+  );
   const common = repo.commonDir;
-  if (existsSync(join(common, 'packed-refs'))) copyFileSync(join(common, 'packed-refs'), join(gitDir, 'packed-refs'));
-  if (existsSync(join(common, 'refs'))) cpSync(join(common, 'refs'), join(gitDir, 'refs'), { recursive: true });
-  if (existsSync(join(common, 'shallow'))) copyFileSync(join(common, 'shallow'), join(gitDir, 'shallow'));
+  if (existsSync(join(common, 'packed-refs')))
+    copyFileSync(join(common, 'packed-refs'), join(gitDir, 'packed-refs'));
+  if (existsSync(join(common, 'refs')))
+    cpSync(join(common, 'refs'), join(gitDir, 'refs'), { recursive: true });
+  if (existsSync(join(common, 'shallow')))
+    copyFileSync(join(common, 'shallow'), join(gitDir, 'shallow'));
   let linked = 0;
   let copied = 0;
   const objects = repo.objectsDir;
@@ -71,11 +95,15 @@ export function makePrivateCopy(repo: Repository, dest: string): CopyResult {
   }
   for (const d of existsSync(objects) ? readdirSync(objects) : []) {
     if (!/^[0-9a-f]{2}$/.test(d) || !statSync(join(objects, d)).isDirectory()) continue;
-    cpSync(join(objects, d), join(gitDir, 'objects', d), { recursive: true, filter: (src) => !src.includes('tmp_obj_') });
+    cpSync(join(objects, d), join(gitDir, 'objects', d), {
+      recursive: true,
+      filter: (src) => !src.includes('tmp_obj_'),
+    });
     copied++;
   }
   // Alternates are read, never written, by the rewriter and by git: name them absolutely.
-  if (repo.alternates.length > 0) writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), repo.alternates.join('\n') + '\n');
+  if (repo.alternates.length > 0)
+    writeFileSync(join(gitDir, 'objects', 'info', 'alternates'), repo.alternates.join('\n') + '\n');
   return { gitDir, linked, copied };
 }
 

@@ -47,7 +47,9 @@ export class Critbit {
       p = Critbit.dir(buf, pos, nd[0]!, nd[1]!) ? nd[3]! : nd[2]!;
     }
     const i = -p - 1;
-    return this.ids.compare(buf, pos, pos + this.len, i * this.len, (i + 1) * this.len) === 0 ? i : -1;
+    return this.ids.compare(buf, pos, pos + this.len, i * this.len, (i + 1) * this.len) === 0
+      ? i
+      : -1;
   }
 
   insert(i: number): void {
@@ -94,7 +96,13 @@ export class Critbit {
 
 type Find = (buf: Uint8Array, pos: number) => number;
 
-export function lookupBench(idx: PackIndex, idxName: string, len: number, rounds: number, signal?: AbortSignal): LookupResult {
+export function lookupBench(
+  idx: PackIndex,
+  idxName: string,
+  len: number,
+  rounds: number,
+  signal?: AbortSignal,
+): LookupResult {
   const n = idx.count;
   // Probes in a shuffled order (a walk does not visit ids sorted); every other one a miss.
   const probes = Buffer.alloc(n * len);
@@ -158,7 +166,14 @@ export function lookupBench(idx: PackIndex, idxName: string, len: number, rounds
   const base = median(acc.get(contenders[0]![0])!.lookup);
   const rows: LookupRow[] = [...acc].map(([structure, v]) => {
     const l = median(v.lookup);
-    return { structure, buildMs: median(v.build), lookupMs: l, nsPerLookup: (l * 1e6) / Math.max(n, 1), vsOurs: l / base, hits: v.hits };
+    return {
+      structure,
+      buildMs: median(v.build),
+      lookupMs: l,
+      nsPerLookup: (l * 1e6) / Math.max(n, 1),
+      vsOurs: l / base,
+      hits: v.hits,
+    };
   });
   return { idx: idxName, ids: n, rounds, rows };
 }

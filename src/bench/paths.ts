@@ -32,10 +32,17 @@ function filesAtHead(gitDir: string, env: NodeJS.ProcessEnv): string[] {
 }
 
 /** How many of the newest `PATH_SCAN_COMMITS` commits change each path. */
-function changeCounts(gitDir: string, env: NodeJS.ProcessEnv): { counts: Map<string, number>; commits: number } {
+function changeCounts(
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+): { counts: Map<string, number>; commits: number } {
   const n = String(PATH_SCAN_COMMITS);
   const counts = new Map<string, number>();
-  for (const p of runGit(gitDir, ['log', '--format=', '--name-only', '--no-renames', '-z', '-n', n, 'HEAD'], env).split('\0')) {
+  for (const p of runGit(
+    gitDir,
+    ['log', '--format=', '--name-only', '--no-renames', '-z', '-n', n, 'HEAD'],
+    env,
+  ).split('\0')) {
     if (p !== '') counts.set(p, (counts.get(p) ?? 0) + 1);
   }
   const commits = Number(runGit(gitDir, ['rev-list', '--count', '-n', n, 'HEAD'], env).trim());
@@ -54,22 +61,58 @@ export interface ChosenPaths {
 }
 
 /** Chooses the two files by the rule above, or takes those of `--paths` (checked to be files at HEAD). */
-export function choosePaths(gitDir: string, env: NodeJS.ProcessEnv, given: string[] | undefined): ChosenPaths {
+export function choosePaths(
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+  given: string[] | undefined,
+): ChosenPaths {
   const files = filesAtHead(gitDir, env);
   const { counts, commits } = changeCounts(gitDir, env);
-  const changes = (ps: (string | undefined)[]): Record<string, number> => Object.fromEntries(ps.filter((p): p is string => p !== undefined).map((p) => [p, counts.get(p) ?? 0]));
+  const changes = (ps: (string | undefined)[]): Record<string, number> =>
+    Object.fromEntries(
+      ps.filter((p): p is string => p !== undefined).map((p) => [p, counts.get(p) ?? 0]),
+    );
   if (given !== undefined) {
     const atHead = new Set(files);
-    for (const p of given) if (!atHead.has(p)) throw new GitError('usage', `--paths: '${p}' is not a file in HEAD`);
+    for (const p of given)
+      if (!atHead.has(p)) throw new GitError('usage', `--paths: '${p}' is not a file in HEAD`);
     const [oneline, log = oneline] = given;
-    return { choice: { source: 'option', rule: 'given with --paths', oneline, log, blame: oneline, changes: changes([oneline, log]), commitsScanned: commits }, blameCandidates: oneline === undefined ? [] : [oneline] };
+    return {
+      choice: {
+        source: 'option',
+        rule: 'given with --paths',
+        oneline,
+        log,
+        blame: oneline,
+        changes: changes([oneline, log]),
+        commitsScanned: commits,
+      },
+      blameCandidates: oneline === undefined ? [] : [oneline],
+    };
   }
-  const ranked = files.filter((f) => PLAIN_PATH.test(f)).sort((a, b) => (counts.get(b) ?? 0) - (counts.get(a) ?? 0) || byName(a, b));
+  const ranked = files
+    .filter((f) => PLAIN_PATH.test(f))
+    .sort((a, b) => (counts.get(b) ?? 0) - (counts.get(a) ?? 0) || byName(a, b));
   const oneline = ranked.find((f) => !f.includes('/')) ?? ranked[0];
-  const log = ranked.find((f) => f.includes('/') && f !== oneline) ?? ranked.find((f) => f !== oneline);
+  const log =
+    ranked.find((f) => f.includes('/') && f !== oneline) ?? ranked.find((f) => f !== oneline);
   const first = [oneline, log].filter((p): p is string => p !== undefined);
-  const blameCandidates = [...first, ...ranked.filter((f) => !first.includes(f) && (counts.get(f) ?? 0) > 0)].slice(0, BLAME_CANDIDATES);
-  return { choice: { source: 'repository', rule: PATH_RULE, oneline, log, blame: undefined, changes: changes([oneline, log]), commitsScanned: commits }, blameCandidates };
+  const blameCandidates = [
+    ...first,
+    ...ranked.filter((f) => !first.includes(f) && (counts.get(f) ?? 0) > 0),
+  ].slice(0, BLAME_CANDIDATES);
+  return {
+    choice: {
+      source: 'repository',
+      rule: PATH_RULE,
+      oneline,
+      log,
+      blame: undefined,
+      changes: changes([oneline, log]),
+      commitsScanned: commits,
+    },
+    blameCandidates,
+  };
 }
 
 /** The blob ids on both sides of `git log --raw --no-abbrev` lines (files and symlinks; not gitlinks). */
@@ -100,8 +143,14 @@ export function countMissing(gitDir: string, env: NodeJS.ProcessEnv, ids: Set<st
  * file change on its own line (`--no-renames`: a rename's two sides, which rename detection
  * reads, are listed as a deletion and an addition), and how many are missing.
  */
-export function blobsOf(gitDir: string, env: NodeJS.ProcessEnv, walk: string[]): { total: number; missing: number } {
-  const ids = rawBlobIds(runGit(gitDir, ['log', '--format=', '--raw', '--no-abbrev', '--no-renames', ...walk], env));
+export function blobsOf(
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+  walk: string[],
+): { total: number; missing: number } {
+  const ids = rawBlobIds(
+    runGit(gitDir, ['log', '--format=', '--raw', '--no-abbrev', '--no-renames', ...walk], env),
+  );
   return { total: ids.size, missing: countMissing(gitDir, env, ids) };
 }
 

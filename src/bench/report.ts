@@ -7,10 +7,21 @@ import { STATE_MARK, STATE_TEXT } from './commands.js';
  * was then one of the seed's, `+cg` the commit-graph state.
  */
 export function upgradeResult(r: BenchResult): BenchResult {
-  const commands = r.commands.map((c) => ({ ...c, state: c.state ?? (c.commitGraph ? 'cg' : 'off'), group: c.group ?? 'seed', needsBlobs: c.needsBlobs ?? false }));
+  const commands = r.commands.map((c) => ({
+    ...c,
+    state: c.state ?? (c.commitGraph ? 'cg' : 'off'),
+    group: c.group ?? 'seed',
+    needsBlobs: c.needsBlobs ?? false,
+  }));
   const states: BenchResult['states'] = {};
   for (const c of commands) states[c.state] = STATE_TEXT[c.state];
-  return { ...r, commands, skipped: r.skipped ?? [], states: r.states ?? states, bloom: r.bloom ?? [] };
+  return {
+    ...r,
+    commands,
+    skipped: r.skipped ?? [],
+    states: r.states ?? states,
+    bloom: r.bloom ?? [],
+  };
 }
 import { CACHE_VARIANTS } from './base-cache.js';
 
@@ -51,19 +62,33 @@ function sizeText(s: ScenarioResult, none: ScenarioResult): string {
 type Pick = (s: ScenarioResult) => Record<string, Cell>;
 
 /** The seed's table: a row per scenario, a column per walk. */
-function table(r: BenchResult, commands: BenchResult['commands'], pick: Pick, withSize: boolean): string[] {
+function table(
+  r: BenchResult,
+  commands: BenchResult['commands'],
+  pick: Pick,
+  withSize: boolean,
+): string[] {
   const none = r.scenarios[0]!;
   const head = ['scenario', ...(withSize ? ['size'] : []), ...commands.map((c) => c.label)];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
   for (const s of r.scenarios) {
-    const row = [s.name, ...(withSize ? [sizeText(s, none)] : []), ...commands.map((c) => cellText(pick(s)[c.id], s === none))];
+    const row = [
+      s.name,
+      ...(withSize ? [sizeText(s, none)] : []),
+      ...commands.map((c) => cellText(pick(s)[c.id], s === none)),
+    ];
     lines.push(`| ${row.join(' | ')} |`);
   }
   return lines;
 }
 
 /** The state column of the user table. */
-export const STATE_NAME: Record<CommitGraphState, string> = { off: 'no graph', cg: '+cg', bloom: '+bloom', write: 'from scratch' };
+export const STATE_NAME: Record<CommitGraphState, string> = {
+  off: 'no graph',
+  cg: '+cg',
+  bloom: '+bloom',
+  write: 'from scratch',
+};
 
 /** A column's command without its state mark (`log -- Makefile +bloom` → `log -- Makefile`). */
 export function commandName(c: BenchCommand): string {
@@ -72,12 +97,23 @@ export function commandName(c: BenchCommand): string {
 }
 
 /** The user table: a row per command and state, a column per scenario (many commands, few scenarios). */
-function userTable(r: BenchResult, commands: BenchResult['commands'], pick: Pick, withSize: boolean): string[] {
+function userTable(
+  r: BenchResult,
+  commands: BenchResult['commands'],
+  pick: Pick,
+  withSize: boolean,
+): string[] {
   const none = r.scenarios[0]!;
   const head = ['command', 'state', ...r.scenarios.map((s) => s.name)];
   const lines = [`| ${head.join(' | ')} |`, `|${head.map(() => '---').join('|')}|`];
-  if (withSize) lines.push(`| size (.pack files) | | ${r.scenarios.map((s) => sizeText(s, none)).join(' | ')} |`);
-  for (const c of commands) lines.push(`| git ${commandName(c)} | ${STATE_NAME[c.state]} | ${r.scenarios.map((s) => cellText(pick(s)[c.id], s === none)).join(' | ')} |`);
+  if (withSize)
+    lines.push(
+      `| size (.pack files) | | ${r.scenarios.map((s) => sizeText(s, none)).join(' | ')} |`,
+    );
+  for (const c of commands)
+    lines.push(
+      `| git ${commandName(c)} | ${STATE_NAME[c.state]} | ${r.scenarios.map((s) => cellText(pick(s)[c.id], s === none)).join(' | ')} |`,
+    );
   return lines;
 }
 
@@ -86,34 +122,63 @@ export function legendLines(result: BenchResult): string[] {
   const r = upgradeResult(result);
   const out = ['scenarios:', ...r.scenarios.map((s) => `  ${s.name} = ${s.description}`)];
   const states = Object.entries(r.states) as [CommitGraphState, string][];
-  if (states.length > 0) out.push('states:', ...states.map(([k, v]) => `  ${k === 'off' ? 'no graph (no mark)' : STATE_NAME[k]} = ${v}`));
+  if (states.length > 0)
+    out.push(
+      'states:',
+      ...states.map(([k, v]) => `  ${k === 'off' ? 'no graph (no mark)' : STATE_NAME[k]} = ${v}`),
+    );
   if (r.paths !== undefined) out.push(...pathsLines(r.paths));
-  if (r.skipped.length > 0) out.push('not timed:', ...r.skipped.map((s) => `  ${s.line}: ${s.reason}`));
+  if (r.skipped.length > 0)
+    out.push('not timed:', ...r.skipped.map((s) => `  ${s.line}: ${s.reason}`));
   return out;
 }
 
 function pathsLines(p: NonNullable<BenchResult['paths']>): string[] {
-  const named = [p.oneline, p.log].filter((x): x is string => x !== undefined).map((x) => `${x} (changed by ${p.changes[x] ?? 0} of the ${p.commitsScanned} newest commits)`);
+  const named = [p.oneline, p.log]
+    .filter((x): x is string => x !== undefined)
+    .map((x) => `${x} (changed by ${p.changes[x] ?? 0} of the ${p.commitsScanned} newest commits)`);
   const blame = p.blame === undefined ? '' : `; blame: ${p.blame}`;
   return [`paths: ${named.join(', ') || 'none'}${blame}`, `  chosen as ${p.rule}`];
 }
 
 function bloomLines(r: BenchResult): string[] {
   if (r.bloom.length === 0) return [];
-  const out = ["changed-path Bloom filters read by git (its trace2 statistics, one untimed run per copy before the +bloom columns):"];
+  const out = [
+    'changed-path Bloom filters read by git (its trace2 statistics, one untimed run per copy before the +bloom columns):',
+  ];
   for (const b of r.bloom) {
-    const what = b.blameQueries !== undefined ? `${b.blameQueries} filter queries, ${b.blameNo ?? 0} answered "not changed"` : `${b.definitelyNot} commits "definitely not", ${b.maybe} "maybe" (${b.falsePositive} false positives), ${b.filterNotPresent} without a filter`;
+    const what =
+      b.blameQueries !== undefined
+        ? `${b.blameQueries} filter queries, ${b.blameNo ?? 0} answered "not changed"`
+        : `${b.definitelyNot} commits "definitely not", ${b.maybe} "maybe" (${b.falsePositive} false positives), ${b.filterNotPresent} without a filter`;
     out.push(`${b.scenario}: ${b.line}: ${what}`);
   }
   return out;
 }
 
-function timingLines(r: BenchResult, title: string, commands: BenchResult['commands'], render: typeof table): string[] {
+function timingLines(
+  r: BenchResult,
+  title: string,
+  commands: BenchResult['commands'],
+  render: typeof table,
+): string[] {
   if (commands.length === 0) return [];
-  const out = [title, r.clock === 'cpu' ? "warm page cache, git's user+system CPU time:" : 'warm page cache, wall-clock time:', ...render(r, commands, (s) => s.warm, true), ''];
+  const out = [
+    title,
+    r.clock === 'cpu'
+      ? "warm page cache, git's user+system CPU time:"
+      : 'warm page cache, wall-clock time:',
+    ...render(r, commands, (s) => s.warm, true),
+    '',
+  ];
   if (r.cold.available) {
-    const host = r.cold.rereadMBps !== undefined ? `; evicted files re-read at ${Math.round(r.cold.rereadMBps)} MB/s` : '';
-    out.push(`cold page cache, wall-clock time (the copy's files evicted before every run with ${r.cold.reason}${host}; on a virtual machine the host may still cache the disk, so this is "not in this kernel's page cache", not "read from the device"):`);
+    const host =
+      r.cold.rereadMBps !== undefined
+        ? `; evicted files re-read at ${Math.round(r.cold.rereadMBps)} MB/s`
+        : '';
+    out.push(
+      `cold page cache, wall-clock time (the copy's files evicted before every run with ${r.cold.reason}${host}; on a virtual machine the host may still cache the disk, so this is "not in this kernel's page cache", not "read from the device"):`,
+    );
     out.push(...render(r, commands, (s) => s.cold, false), '');
   }
   return out;
@@ -124,32 +189,59 @@ export function formatReport(result: BenchResult): string {
   const r = upgradeResult(result);
   const out: string[] = [];
   out.push(`git repack-ts bench: ${r.repository}`);
-  out.push(`git ${r.gitVersion}; ${r.objects} objects${r.promisor ? ' (partial clone: promisor packs, missing objects allowed)' : ''}; median of ${r.runs} run${r.runs === 1 ? '' : 's'}, scenarios interleaved in every round`);
+  out.push(
+    `git ${r.gitVersion}; ${r.objects} objects${r.promisor ? ' (partial clone: promisor packs, missing objects allowed)' : ''}; median of ${r.runs} run${r.runs === 1 ? '' : 's'}, scenarios interleaved in every round`,
+  );
   const seed = r.commands.filter((c) => c.group === 'seed');
   const user = r.commands.filter((c) => c.group === 'user');
-  const legend = seed.filter((c) => c.state === 'off').map((c) => `${c.label} = git ${c.args.join(' ')}`);
-  if (seed.length > 0) out.push(`${legend.join('; ')}${legend.length > 0 ? '; ' : ''}+cg = with a commit-graph (written untimed), otherwise -c core.commitGraph=false`);
-  out.push('size = the .pack files; % = against none, in the same round (median over rounds); n/a = none took 0 s in a round (shorter than the clock\'s tick: raise --min-time)');
+  const legend = seed
+    .filter((c) => c.state === 'off')
+    .map((c) => `${c.label} = git ${c.args.join(' ')}`);
+  if (seed.length > 0)
+    out.push(
+      `${legend.join('; ')}${legend.length > 0 ? '; ' : ''}+cg = with a commit-graph (written untimed), otherwise -c core.commitGraph=false`,
+    );
+  out.push(
+    "size = the .pack files; % = against none, in the same round (median over rounds); n/a = none took 0 s in a round (shorter than the clock's tick: raise --min-time)",
+  );
   const batched = r.commands.filter((c) => c.repeat > 1);
-  if (batched.length > 0) out.push(`short commands run back to back as one timed run (time per invocation shown): ${batched.map((c) => `${c.label} ×${c.repeat}`).join(', ')}`);
+  if (batched.length > 0)
+    out.push(
+      `short commands run back to back as one timed run (time per invocation shown): ${batched.map((c) => `${c.label} ×${c.repeat}`).join(', ')}`,
+    );
   out.push(...legendLines(r), '');
   out.push(...timingLines(r, "the seed's walks:", seed, table));
   out.push(...timingLines(r, 'the commands users run:', user, userTable));
-  if (r.cold.requested && !r.cold.available) out.push(`cold page cache: unavailable (${r.cold.reason})`, '');
+  if (r.cold.requested && !r.cold.available)
+    out.push(`cold page cache: unavailable (${r.cold.reason})`, '');
   out.push(...bloomLines(r));
   for (const s of r.scenarios) {
-    const stable = s.rerunReencodes === undefined ? '' : s.rerunReencodes === 0 ? '; stable: a second rewrite re-encodes nothing' : `; UNSTABLE: a second rewrite would re-encode ${s.rerunReencodes} entries`;
+    const stable =
+      s.rerunReencodes === undefined
+        ? ''
+        : s.rerunReencodes === 0
+          ? '; stable: a second rewrite re-encodes nothing'
+          : `; UNSTABLE: a second rewrite would re-encode ${s.rerunReencodes} entries`;
     const re = s.reencoded;
     const graph = s.commitGraphBytes > 0 ? ' (with the commit-graph)' : '';
-    const bloom = s.bloomGraphBytes === undefined ? '' : `; commit-graph with Bloom filters: ${mib(s.bloomGraphBytes)} in ${(s.bloomGraphSeconds ?? 0).toFixed(1)} s`;
-    out.push(`${s.name}: rewrite re-encoded ${re.commit} commits, ${re.tree} trees, ${re.blob} blobs, ${re.tag} tags in ${s.setupSeconds.toFixed(1)} s${graph}${bloom}${stable}`);
+    const bloom =
+      s.bloomGraphBytes === undefined
+        ? ''
+        : `; commit-graph with Bloom filters: ${mib(s.bloomGraphBytes)} in ${(s.bloomGraphSeconds ?? 0).toFixed(1)} s`;
+    out.push(
+      `${s.name}: rewrite re-encoded ${re.commit} commits, ${re.tree} trees, ${re.blob} blobs, ${re.tag} tags in ${s.setupSeconds.toFixed(1)} s${graph}${bloom}${stable}`,
+    );
   }
   out.push(...shareOfBothLines(r));
-  const spreads = r.scenarios.flatMap((s) => Object.entries(s.warm).map(([id, c]) => ({ id, s: s.name, v: c.spread })));
+  const spreads = r.scenarios.flatMap((s) =>
+    Object.entries(s.warm).map(([id, c]) => ({ id, s: s.name, v: c.spread })),
+  );
   if (r.runs > 1 && spreads.length > 0) {
     const sorted = [...spreads].sort((a, b) => a.v - b.v);
     const worst = sorted[sorted.length - 1]!;
-    out.push(`run-to-run spread (max−min)/median, warm: median ${pct(sorted[sorted.length >> 1]!.v).replace('+', '')}, worst ${pct(worst.v).replace('+', '')} (${worst.id}, ${worst.s})`);
+    out.push(
+      `run-to-run spread (max−min)/median, warm: median ${pct(sorted[sorted.length >> 1]!.v).replace('+', '')}, worst ${pct(worst.v).replace('+', '')} (${worst.id}, ${worst.s})`,
+    );
   }
   if (r.reader) out.push('', ...formatReader(r));
   return out.join('\n') + '\n';
@@ -205,7 +297,12 @@ export function shareOfBoth(r: BenchResult): BothShare[] {
       if (typeof a === 'number' && typeof b === 'number' && b < -1e-6) columns[c.label] = a / b;
     }
     const walks = bothSaved > 0 ? saved(s) / bothSaved : NaN;
-    out.push({ scenario: s.name, size: (s.packBytes - none.packBytes) / (both.packBytes - none.packBytes), columns, walks: Number.isFinite(walks) ? walks : null });
+    out.push({
+      scenario: s.name,
+      size: (s.packBytes - none.packBytes) / (both.packBytes - none.packBytes),
+      columns,
+      walks: Number.isFinite(walks) ? walks : null,
+    });
   }
   return out;
 }
@@ -213,14 +310,29 @@ export function shareOfBoth(r: BenchResult): BothShare[] {
 function shareOfBothLines(r: BenchResult): string[] {
   const shares = shareOfBoth(r);
   if (shares.length === 0) return [];
-  const p = (v: number | null): string => (v !== null && Number.isFinite(v) ? `${Math.round(v * 100)}%` : '–');
-  const walks = plainWalks(r).map((c) => c.label).join(' + ') || 'no walk';
-  const out = ['', `against both (target: at least 80% of its speed-up for at most 50% of its size increase; "walks" = time saved on ${walks} together):`];
+  const p = (v: number | null): string =>
+    v !== null && Number.isFinite(v) ? `${Math.round(v * 100)}%` : '–';
+  const walks =
+    plainWalks(r)
+      .map((c) => c.label)
+      .join(' + ') || 'no walk';
+  const out = [
+    '',
+    `against both (target: at least 80% of its speed-up for at most 50% of its size increase; "walks" = time saved on ${walks} together):`,
+  ];
   for (const s of shares) {
-    const cols = Object.entries(s.columns).map(([k, v]) => `${k} ${p(v)}`).join(', ');
-    const why = plainWalks(r).length === 0 ? 'no walk without a commit-graph timed' : 'both saved no time on them';
-    const met = s.walks === null ? `not judged: ${why}` : s.size <= 0.5 && s.walks >= 0.8 ? 'met' : 'not met';
-    out.push(`${s.scenario}: ${p(s.size)} of the size increase; of the speed-up: ${cols}; walks ${p(s.walks)} (${met})`);
+    const cols = Object.entries(s.columns)
+      .map(([k, v]) => `${k} ${p(v)}`)
+      .join(', ');
+    const why =
+      plainWalks(r).length === 0
+        ? 'no walk without a commit-graph timed'
+        : 'both saved no time on them';
+    const met =
+      s.walks === null ? `not judged: ${why}` : s.size <= 0.5 && s.walks >= 0.8 ? 'met' : 'not met';
+    out.push(
+      `${s.scenario}: ${p(s.size)} of the size increase; of the speed-up: ${cols}; walks ${p(s.walks)} (${met})`,
+    );
   }
   return out;
 }
@@ -230,20 +342,35 @@ function formatReader(r: BenchResult): string[] {
   const rd = r.reader!;
   if (rd.lookup) {
     const l = rd.lookup;
-    out.push(`object lookup: ${l.ids} ids of ${l.idx}, ${l.ids} look-ups in shuffled order (half misses), median of ${l.rounds} rounds, CPU time`);
-    out.push('| structure | build ms | lookups ms | ns/lookup | vs ours |', '|---|---|---|---|---|');
-    for (const x of l.rows) out.push(`| ${x.structure} | ${x.buildMs.toFixed(0)} | ${x.lookupMs.toFixed(0)} | ${x.nsPerLookup.toFixed(0)} | ${x.vsOurs.toFixed(2)}× |`);
+    out.push(
+      `object lookup: ${l.ids} ids of ${l.idx}, ${l.ids} look-ups in shuffled order (half misses), median of ${l.rounds} rounds, CPU time`,
+    );
+    out.push(
+      '| structure | build ms | lookups ms | ns/lookup | vs ours |',
+      '|---|---|---|---|---|',
+    );
+    for (const x of l.rows)
+      out.push(
+        `| ${x.structure} | ${x.buildMs.toFixed(0)} | ${x.lookupMs.toFixed(0)} | ${x.nsPerLookup.toFixed(0)} | ${x.vsOurs.toFixed(2)}× |`,
+      );
     out.push('');
   }
   if (rd.cache) {
     const c = rd.cache;
-    out.push(`delta base cache: our reader walking the newest ${c.commits} commits from HEAD; cap ${mib(c.maxBytes)} and the entry count below; best of ${c.rounds}; CPU seconds of our process (hit rate of the cache)`);
+    out.push(
+      `delta base cache: our reader walking the newest ${c.commits} commits from HEAD; cap ${mib(c.maxBytes)} and the entry count below; best of ${c.rounds}; CPU seconds of our process (hit rate of the cache)`,
+    );
     for (const w of ['log-raw', 'log-S'] as const) {
       const rows = c.rows.filter((x) => x.workload === w);
       if (rows.length === 0) continue;
       const first = rows[0]!.walk;
-      out.push(`${w}: ${first.commits} commits, ${first.trees} tree reads${w === 'log-S' ? `, ${first.blobs} blob reads (${first.missing} missing)` : ''}`);
-      out.push(`| entries | ${CACHE_VARIANTS.join(' | ')} |`, `|---|${CACHE_VARIANTS.map(() => '---').join('|')}|`);
+      out.push(
+        `${w}: ${first.commits} commits, ${first.trees} tree reads${w === 'log-S' ? `, ${first.blobs} blob reads (${first.missing} missing)` : ''}`,
+      );
+      out.push(
+        `| entries | ${CACHE_VARIANTS.join(' | ')} |`,
+        `|---|${CACHE_VARIANTS.map(() => '---').join('|')}|`,
+      );
       const caps = [...new Set(rows.map((x) => x.maxEntries))];
       for (const cap of caps) {
         const cells = CACHE_VARIANTS.map((v) => {

@@ -20,21 +20,48 @@ export interface Scenario {
 
 export const DEFAULT_SCENARIOS = ['none', 'commit', 'tree', 'both', 'auto'];
 
-const lv = (commit: number | 'auto', tree: number | 'auto'): Levels => ({ 1: commit, 2: tree, 3: -1, 4: -1 });
+const lv = (commit: number | 'auto', tree: number | 'auto'): Levels => ({
+  1: commit,
+  2: tree,
+  3: -1,
+  4: -1,
+});
 
 /** Parses one scenario name; anything else is a usage error. */
 export function parseScenario(name: string): Scenario {
   switch (name) {
     case 'none':
-      return { name, levels: lv(-1, -1), description: "the pack as git writes it: every type at zlib's default level (-1), every delta kept (the status quo)" };
+      return {
+        name,
+        levels: lv(-1, -1),
+        description:
+          "the pack as git writes it: every type at zlib's default level (-1), every delta kept (the status quo)",
+      };
     case 'commit':
-      return { name, levels: lv(0, -1), description: 'commits stored at zlib level 0 (uncompressed), the rest as in none' };
+      return {
+        name,
+        levels: lv(0, -1),
+        description: 'commits stored at zlib level 0 (uncompressed), the rest as in none',
+      };
     case 'tree':
-      return { name, levels: lv(-1, 0), description: 'trees stored at zlib level 0 (uncompressed), the rest as in none' };
+      return {
+        name,
+        levels: lv(-1, 0),
+        description: 'trees stored at zlib level 0 (uncompressed), the rest as in none',
+      };
     case 'both':
-      return { name, levels: lv(0, 0), description: 'commits and trees stored at zlib level 0 (uncompressed), blobs and tags as in none' };
+      return {
+        name,
+        levels: lv(0, 0),
+        description:
+          'commits and trees stored at zlib level 0 (uncompressed), blobs and tags as in none',
+      };
     case 'auto':
-      return { name, levels: lv('auto', 'auto'), description: `commits and trees under auto (${ruleText(DEFAULT_AUTO_RULE)})` };
+      return {
+        name,
+        levels: lv('auto', 'auto'),
+        description: `commits and trees under auto (${ruleText(DEFAULT_AUTO_RULE)})`,
+      };
     default:
       break;
   }
@@ -43,20 +70,37 @@ export function parseScenario(name: string): Scenario {
     const fixed = m[3] !== undefined;
     // Above 1 the ratio clause could not be stable: a stored entry is longer than its data by a
     // few bytes per 64 KiB only, so it would be judged compressible again on the next run.
-    if (m[2] !== undefined && Number(m[2]) > 1) throw new GitError('usage', `scenario '${name}': the ratio is a share of the size, at most 1`);
-    const base = m[1] === undefined ? DEFAULT_AUTO_RULE : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
-    const rule: AutoRule | undefined = m[1] === undefined && !fixed ? undefined : fixed ? { ...base, fixed } : { ...base };
+    if (m[2] !== undefined && Number(m[2]) > 1)
+      throw new GitError(
+        'usage',
+        `scenario '${name}': the ratio is a share of the size, at most 1`,
+      );
+    const base =
+      m[1] === undefined
+        ? DEFAULT_AUTO_RULE
+        : { smallBytes: Number(m[1]), maxRatio: m[2] === undefined ? Infinity : Number(m[2]) };
+    const rule: AutoRule | undefined =
+      m[1] === undefined && !fixed ? undefined : fixed ? { ...base, fixed } : { ...base };
     const only = m[4] as 'commit' | 'tree' | undefined;
     const levels = lv(only === 'tree' ? -1 : 'auto', only === 'commit' ? -1 : 'auto');
     const what = only === undefined ? 'commits and trees' : `${only}s only`;
-    return { name, levels, autoRule: rule, description: `${what} under auto (${ruleText(rule ?? DEFAULT_AUTO_RULE)})` };
+    return {
+      name,
+      levels,
+      autoRule: rule,
+      description: `${what} under auto (${ruleText(rule ?? DEFAULT_AUTO_RULE)})`,
+    };
   }
-  throw new GitError('usage', `unknown scenario '${name}' (known: none, commit, tree, both, auto, auto:<bytes>[:<ratio>][+fixed][@commit|@tree])`);
+  throw new GitError(
+    'usage',
+    `unknown scenario '${name}' (known: none, commit, tree, both, auto, auto:<bytes>[:<ratio>][+fixed][@commit|@tree])`,
+  );
 }
 
 export function ruleText(r: AutoRule): string {
   const parts = [`stored below ${r.smallBytes} bytes`];
-  if (Number.isFinite(r.maxRatio)) parts.push(`or when deflate keeps more than ${r.maxRatio} of the size`);
+  if (Number.isFinite(r.maxRatio))
+    parts.push(`or when deflate keeps more than ${r.maxRatio} of the size`);
   if (r.fixed === true) parts.push('the rest deflated with fixed Huffman codes');
   return parts.join(' ');
 }

@@ -25,7 +25,8 @@ export function benchGitEnv(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** `git --version`, as the header of every table shows it. */
 export function gitVersion(env: NodeJS.ProcessEnv): string {
   const r = spawnSync('git', ['--version'], { env, encoding: 'utf8' });
-  if (r.status !== 0 || r.error) throw new GitError('io', `cannot run git --version: ${r.error?.message ?? r.stderr}`);
+  if (r.status !== 0 || r.error)
+    throw new GitError('io', `cannot run git --version: ${r.error?.message ?? r.stderr}`);
   return r.stdout.trim().replace(/^git version /, '');
 }
 
@@ -74,7 +75,13 @@ export interface RunTime {
  * each invocation, outside the timed span (the commit-graph write removes the previous graph). A
  * non-zero exit is an error, never a timing.
  */
-export function timeGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, repeat = 1, before?: () => void): RunTime {
+export function timeGit(
+  gitDir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  repeat = 1,
+  before?: () => void,
+): RunTime {
   const argv = [`--git-dir=${gitDir}`, ...args];
   let wall = 0;
   let cpu = 0;
@@ -82,12 +89,20 @@ export function timeGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, 
     before?.();
     const c0 = childrenCpuSeconds();
     const t0 = performance.now();
-    const r = spawnSync('git', argv, { env, cwd: gitDir, stdio: ['ignore', 'ignore', 'pipe'], maxBuffer: 1 << 24 });
+    const r = spawnSync('git', argv, {
+      env,
+      cwd: gitDir,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      maxBuffer: 1 << 24,
+    });
     const t1 = performance.now();
     const c1 = childrenCpuSeconds();
     if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
     if (r.status !== 0) {
-      throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir} (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '').trim()}`);
+      throw new GitError(
+        'io',
+        `git ${args.join(' ')} failed in ${gitDir} (exit ${r.status ?? r.signal}): ${String(r.stderr ?? '').trim()}`,
+      );
     }
     wall += (t1 - t0) / 1000;
     cpu += c0 === undefined || c1 === undefined ? NaN : c1 - c0;
@@ -105,10 +120,22 @@ export function repeatFor(oneRunSeconds: number, minSeconds: number): number {
 }
 
 /** Runs git (setup, untimed) and fails loudly; `input` goes to its stdin. */
-export function runGit(gitDir: string, args: string[], env: NodeJS.ProcessEnv, input?: string): string {
-  const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], { env, cwd: gitDir, encoding: 'utf8', maxBuffer: 1 << 28, input });
+export function runGit(
+  gitDir: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  input?: string,
+): string {
+  const r = spawnSync('git', [`--git-dir=${gitDir}`, ...args], {
+    env,
+    cwd: gitDir,
+    encoding: 'utf8',
+    maxBuffer: 1 << 28,
+    input,
+  });
   if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
-  if (r.status !== 0) throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.stderr.trim()}`);
+  if (r.status !== 0)
+    throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.stderr.trim()}`);
   return r.stdout;
 }
 

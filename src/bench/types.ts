@@ -127,7 +127,6 @@ export interface BenchResult {
   seconds: number;
 }
 
-
 /** The zstd sub-benchmark's result (commands/bench-zstd.ts). */
 export type ZstdResult =
   | { available: false; reason: string }
@@ -141,7 +140,6 @@ export type ZstdResult =
       zlibSeconds: number;
       rounds: number;
     };
-
 
 export interface CacheRow {
   workload: 'log-raw' | 'log-S';
@@ -167,4 +165,3 @@ export interface ReaderResults {
   lookup?: LookupResult | undefined;
   zstd?: ZstdResult | undefined;
 }
-

@@ -1,4 +1,11 @@
-import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, committerTime, forEachCommitLink, forEachTreeEntry, hexInto } from '../format/object-parse.js';
+import {
+  TREE_ENTRY_GITLINK,
+  TREE_ENTRY_TREE,
+  committerTime,
+  forEachCommitLink,
+  forEachTreeEntry,
+  hexInto,
+} from '../format/object-parse.js';
 import { join } from 'node:path';
 import type { CachedObject } from '../delta/cache.js';
 import { fromHex, type HashAlgo } from '../hash/algo.js';
@@ -77,7 +84,12 @@ interface TreeEntry {
 function parseTree(data: Buffer, len: number): TreeEntry[] {
   const out: TreeEntry[] = [];
   forEachTreeEntry(data, len, (nameStart, nameEnd, at, kind) => {
-    out.push({ name: data.subarray(nameStart, nameEnd), isTree: kind === TREE_ENTRY_TREE, isGitlink: kind === TREE_ENTRY_GITLINK, id: data.subarray(at, at + len) });
+    out.push({
+      name: data.subarray(nameStart, nameEnd),
+      isTree: kind === TREE_ENTRY_TREE,
+      isGitlink: kind === TREE_ENTRY_GITLINK,
+      id: data.subarray(at, at + len),
+    });
   });
   return out;
 }
@@ -104,7 +116,12 @@ export interface WalkStats {
  * diffs, no blob) or `git log -S<x> --raw` (`log-S`: the same plus both sides of every changed
  * blob), as the seed timed them: commits from HEAD newest first, merges not diffed.
  */
-export function logWalk(reader: BenchReader, head: Buffer, commits: number, withBlobs: boolean): WalkStats {
+export function logWalk(
+  reader: BenchReader,
+  head: Buffer,
+  commits: number,
+  withBlobs: boolean,
+): WalkStats {
   const algo = reader.algo;
   const len = algo.len;
   const stats: WalkStats = { commits: 0, trees: 0, blobs: 0, missing: 0 };
@@ -202,7 +219,11 @@ export function logWalk(reader: BenchReader, head: Buffer, commits: number, with
 }
 
 /** HEAD of a bare repository as an id (following one symbolic ref and packed-refs). */
-export function resolveHead(gitDir: string, algo: HashAlgo, readText: (f: string) => string | undefined): Buffer | undefined {
+export function resolveHead(
+  gitDir: string,
+  algo: HashAlgo,
+  readText: (f: string) => string | undefined,
+): Buffer | undefined {
   let v = readText(join(gitDir, 'HEAD'))?.trim();
   if (v === undefined) return undefined;
   for (let depth = 0; depth < 5 && v.startsWith('ref: '); depth++) {

@@ -38,7 +38,10 @@ type ValueOf<S extends OptionSpec> = S extends { array: true }
 export class Options<T = object> {
   readonly specs = new Map<string, OptionSpec>();
 
-  option<K extends string, S extends OptionSpec>(name: K, spec: S): Options<T & { [P in K]: ValueOf<S> }> {
+  option<K extends string, S extends OptionSpec>(
+    name: K,
+    spec: S,
+  ): Options<T & { [P in K]: ValueOf<S> }> {
     this.specs.set(name, spec);
     return this as unknown as Options<T & { [P in K]: ValueOf<S> }>;
   }
@@ -46,12 +49,20 @@ export class Options<T = object> {
 
 export type Parsed<T> = T & { _: string[]; '--': string[] };
 
-export async function parseArgs<T>(args: string[], usage: string, build: (o: Options) => Options<T>): Promise<Parsed<T>> {
+export async function parseArgs<T>(
+  args: string[],
+  usage: string,
+  build: (o: Options) => Options<T>,
+): Promise<Parsed<T>> {
   return parseOptions(args, usage, build(new Options()).specs) as Parsed<T>;
 }
 
 /** Parses `args` against `specs`; throws UsageError (exit 129) for anything git would refuse. */
-export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<string, OptionSpec>): Record<string, unknown> & { _: string[]; '--': string[] } {
+export function parseOptions(
+  args: string[],
+  usage: string,
+  specs: ReadonlyMap<string, OptionSpec>,
+): Record<string, unknown> & { _: string[]; '--': string[] } {
   const end = args.indexOf('--');
   const h = args.indexOf('-h');
   if (h >= 0 && (end < 0 || h < end)) throw new HelpRequested(usage);
@@ -67,7 +78,8 @@ export function parseOptions(args: string[], usage: string, specs: ReadonlyMap<s
     throw new UsageError(msg, usage, 'none');
   };
   const set = (name: string, spec: OptionSpec, v: string | boolean): void => {
-    if (spec.array === true && typeof v === 'string') out[name] = [...((out[name] as string[] | undefined) ?? []), v];
+    if (spec.array === true && typeof v === 'string')
+      out[name] = [...((out[name] as string[] | undefined) ?? []), v];
     else out[name] = v;
   };
   for (let i = 0; i < args.length; i++) {
@@ -130,22 +142,35 @@ export function positionals(p: { _: string[]; '--'?: string[] }): string[] {
  * parse-options.c's `parse_long_opt`: an exact name or `no-<name>` first, else a unique prefix of
  * one of them (git names the first two candidates, in declaration order, when there are more).
  */
-function matchLong(specs: ReadonlyMap<string, OptionSpec>, typed: string, usage: string): { name: string; spec: OptionSpec; negated: boolean } {
+function matchLong(
+  specs: ReadonlyMap<string, OptionSpec>,
+  typed: string,
+  usage: string,
+): { name: string; spec: OptionSpec; negated: boolean } {
   const negatable = (sp: OptionSpec): boolean => sp.type === 'boolean' || sp.negatable === true;
   const exact = specs.get(typed);
-  if (exact !== undefined && exact.shortOnly !== true) return { name: typed, spec: exact, negated: false };
+  if (exact !== undefined && exact.shortOnly !== true)
+    return { name: typed, spec: exact, negated: false };
   if (typed.startsWith('no-')) {
     const sp = specs.get(typed.slice(3));
-    if (sp !== undefined && sp.shortOnly !== true && negatable(sp)) return { name: typed.slice(3), spec: sp, negated: true };
+    if (sp !== undefined && sp.shortOnly !== true && negatable(sp))
+      return { name: typed.slice(3), spec: sp, negated: true };
   }
   const found: { name: string; spec: OptionSpec; negated: boolean }[] = [];
   for (const [name, spec] of specs) {
     if (spec.shortOnly === true) continue;
     if (name.startsWith(typed)) found.push({ name, spec, negated: false });
-    else if (negatable(spec) && `no-${name}`.startsWith(typed)) found.push({ name, spec, negated: true });
+    else if (negatable(spec) && `no-${name}`.startsWith(typed))
+      found.push({ name, spec, negated: true });
   }
-  const shown = (f: { name: string; negated: boolean }): string => `--${f.negated ? 'no-' : ''}${f.name}`;
-  if (found.length > 1) throw new UsageError(`ambiguous option: ${typed} (could be ${shown(found[0]!)} or ${shown(found[1]!)})`, usage, 'stdout');
+  const shown = (f: { name: string; negated: boolean }): string =>
+    `--${f.negated ? 'no-' : ''}${f.name}`;
+  if (found.length > 1)
+    throw new UsageError(
+      `ambiguous option: ${typed} (could be ${shown(found[0]!)} or ${shown(found[1]!)})`,
+      usage,
+      'stdout',
+    );
   if (found.length === 0) throw new UsageError(`unknown option \`${typed}'`, usage);
   return found[0]!;
 }

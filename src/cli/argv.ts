@@ -18,7 +18,7 @@ export function rawArguments(argv: string[] = process.argv): string[] {
     return given; // not Linux: what Node decoded
   }
   const parts: Buffer[] = [];
-  for (let at = 0; at < cmdline.length; ) {
+  for (let at = 0; at < cmdline.length;) {
     const nul = cmdline.indexOf(0, at);
     const end = nul < 0 ? cmdline.length : nul;
     parts.push(cmdline.subarray(at, end));
@@ -26,7 +26,8 @@ export function rawArguments(argv: string[] = process.argv): string[] {
   }
   // node's own options come first: the arguments are the last ones, each as Node decoded it.
   const tail = parts.slice(parts.length - given.length);
-  if (tail.length !== given.length || tail.some((b, i) => b.toString('utf8') !== given[i])) return given;
+  if (tail.length !== given.length || tail.some((b, i) => b.toString('utf8') !== given[i]))
+    return given;
   return tail.map((b) => decodeEscaped(b));
 }
 
@@ -47,7 +48,10 @@ export function directoryString(bytes: Buffer): string {
       cur += '/' + comp.toString('utf8');
       continue;
     }
-    const fd = openSync(Buffer.concat([Buffer.from(cur + '/'), comp]), constants.O_RDONLY | constants.O_DIRECTORY);
+    const fd = openSync(
+      Buffer.concat([Buffer.from(cur + '/'), comp]),
+      constants.O_RDONLY | constants.O_DIRECTORY,
+    );
     cur = `/proc/${process.pid}/fd/${fd}`;
   }
   return cur === '' ? '/' : cur;
@@ -55,7 +59,7 @@ export function directoryString(bytes: Buffer): string {
 
 function splitPath(bytes: Buffer): Buffer[] {
   const out: Buffer[] = [];
-  for (let at = 0; at <= bytes.length; ) {
+  for (let at = 0; at <= bytes.length;) {
     const slash = bytes.indexOf(0x2f, at);
     const end = slash < 0 ? bytes.length : slash;
     if (end > at) out.push(bytes.subarray(at, end));

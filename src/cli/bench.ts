@@ -47,16 +47,30 @@ and with one holding changed-path Bloom filters; with --commands=seed the seed's
 function positiveInt(name: string, v: unknown, dflt: number): number {
   if (v === undefined) return dflt;
   const last = String(Array.isArray(v) ? v[v.length - 1] : v).trim();
-  if (!/^\d+$/.test(last) || Number(last) < 1) throw new UsageError(`--${name} expects a positive integer, not '${last}'`, BENCH_USAGE);
+  if (!/^\d+$/.test(last) || Number(last) < 1)
+    throw new UsageError(`--${name} expects a positive integer, not '${last}'`, BENCH_USAGE);
   return Number(last);
 }
 
-function listArg<T extends string>(name: string, v: unknown, known: readonly T[], dflt: readonly T[]): T[] {
+function listArg<T extends string>(
+  name: string,
+  v: unknown,
+  known: readonly T[],
+  dflt: readonly T[],
+): T[] {
   if (v === undefined) return [...dflt];
   const s = String(Array.isArray(v) ? v[v.length - 1] : v).trim();
   if (s === '') return [...dflt];
-  const items = s.split(',').map((x) => x.trim()).filter((x) => x !== '');
-  for (const i of items) if (!known.includes(i as T)) throw new UsageError(`--${name}: unknown value '${i}' (known: ${known.join(', ')})`, BENCH_USAGE);
+  const items = s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
+  for (const i of items)
+    if (!known.includes(i as T))
+      throw new UsageError(
+        `--${name}: unknown value '${i}' (known: ${known.join(', ')})`,
+        BENCH_USAGE,
+      );
   return [...new Set(items)] as T[];
 }
 
@@ -98,25 +112,45 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
   const readerCacheMiB = positiveInt('reader-cache-mib', o['reader-cache-mib'], 96);
   let commands: string[];
   try {
-    commands = resolveCommandIds(o.commands === undefined ? undefined : String(Array.isArray(o.commands) ? o.commands[o.commands.length - 1] : o.commands));
+    commands = resolveCommandIds(
+      o.commands === undefined
+        ? undefined
+        : String(Array.isArray(o.commands) ? o.commands[o.commands.length - 1] : o.commands),
+    );
   } catch (e) {
     if (e instanceof GitError) throw new UsageError(`--commands: ${e.message}`, BENCH_USAGE);
     throw e;
   }
-  const paths = o.paths === undefined ? undefined : String(o.paths).split(',').map((p) => p.trim()).filter((p) => p !== '');
-  if (paths !== undefined && (paths.length === 0 || paths.length > 2)) throw new UsageError('--paths expects one or two files, separated by a comma', BENCH_USAGE);
-  const reader: ReaderExperimentName[] = o.reader === undefined ? [] : listArg('reader', o.reader, READER_EXPERIMENTS, READER_EXPERIMENTS);
-  if (o.svg !== undefined && String(o.svg).trim() === '') throw new UsageError('--svg needs a file name', BENCH_USAGE);
+  const paths =
+    o.paths === undefined
+      ? undefined
+      : String(o.paths)
+          .split(',')
+          .map((p) => p.trim())
+          .filter((p) => p !== '');
+  if (paths !== undefined && (paths.length === 0 || paths.length > 2))
+    throw new UsageError('--paths expects one or two files, separated by a comma', BENCH_USAGE);
+  const reader: ReaderExperimentName[] =
+    o.reader === undefined
+      ? []
+      : listArg('reader', o.reader, READER_EXPERIMENTS, READER_EXPERIMENTS);
+  if (o.svg !== undefined && String(o.svg).trim() === '')
+    throw new UsageError('--svg needs a file name', BENCH_USAGE);
   // CPU time by default where /proc tells it: on a shared machine it moves far less than
   // wall-clock (measured 2–8 % against 20–70 % run to run on git.git); warm runs are CPU-bound.
   const minTimeText = o['min-time'] === undefined ? undefined : String(o['min-time']).trim();
-  if (minTimeText !== undefined && !/^(\d+\.?\d*|\.\d+)$/.test(minTimeText)) throw new UsageError(`--min-time expects seconds, not '${minTimeText}'`, BENCH_USAGE);
-  const clock = o.clock === undefined ? (childrenCpuSeconds() !== undefined ? 'cpu' : 'wall') : String(o.clock);
-  if (clock !== 'wall' && clock !== 'cpu') throw new UsageError(`--clock expects 'wall' or 'cpu', not '${clock}'`, BENCH_USAGE);
+  if (minTimeText !== undefined && !/^(\d+\.?\d*|\.\d+)$/.test(minTimeText))
+    throw new UsageError(`--min-time expects seconds, not '${minTimeText}'`, BENCH_USAGE);
+  const clock =
+    o.clock === undefined ? (childrenCpuSeconds() !== undefined ? 'cpu' : 'wall') : String(o.clock);
+  if (clock !== 'wall' && clock !== 'cpu')
+    throw new UsageError(`--clock expects 'wall' or 'cpu', not '${clock}'`, BENCH_USAGE);
   const { io } = ctx;
   const repo = openRepository(ctx);
   // No terminal: one line per finished scenario rather than 95 s of silence (unless -q/--no-progress).
-  const progress = phaseReporter(io, wantProgress(io, { quiet: o.quiet, progress: o.progress })) ?? (o.quiet || o.progress === false || o.json ? undefined : lineReporter(io));
+  const progress =
+    phaseReporter(io, wantProgress(io, { quiet: o.quiet, progress: o.progress })) ??
+    (o.quiet || o.progress === false || o.json ? undefined : lineReporter(io));
   const ac = new AbortController();
   const onSigint = (): void => ac.abort();
   process.once('SIGINT', onSigint);
@@ -142,7 +176,9 @@ export async function runBench(args: string[], ctx: CliContext): Promise<number>
       signal: ac.signal,
     });
     if (o.svg !== undefined) writeFileSync(resolve(ctx.cwd, String(o.svg)), renderSvg(r));
-    io.out(o.json ? JSON.stringify({ ...r, vsBoth: shareOfBoth(r) }, null, 2) + '\n' : formatReport(r));
+    io.out(
+      o.json ? JSON.stringify({ ...r, vsBoth: shareOfBoth(r) }, null, 2) + '\n' : formatReport(r),
+    );
     return 0;
   } finally {
     process.removeListener('SIGINT', onSigint);

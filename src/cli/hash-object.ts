@@ -1,6 +1,10 @@
 import { availableParallelism } from 'node:os';
 import { GitError } from '../errors.js';
-import { DelegatedGitFailed, hashObjects, type HashObjectOptions } from '../commands/hash-object.js';
+import {
+  DelegatedGitFailed,
+  hashObjects,
+  type HashObjectOptions,
+} from '../commands/hash-object.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { type Io, UsageError, reportError } from './io.js';
 import { WriteFailure } from './output.js';
@@ -112,8 +116,10 @@ class Parser {
   /** get_value: stores one option's value (the next argument when nothing is glued). */
   getValue(opt: OptionSpec, flags: number): void {
     const unset = (flags & UNSET) !== 0;
-    if (unset && this.glued !== undefined) throw this.error(`${optname(opt, flags)} takes no value`);
-    if (!(flags & SHORT) && this.glued !== undefined && opt.kind !== 'string') throw this.error(`${optname(opt, flags)} takes no value`);
+    if (unset && this.glued !== undefined)
+      throw this.error(`${optname(opt, flags)} takes no value`);
+    if (!(flags & SHORT) && this.glued !== undefined && opt.kind !== 'string')
+      throw this.error(`${optname(opt, flags)} takes no value`);
     const out = this.out;
     if (opt.kind === 'bit' || opt.kind === 'bool') (out[opt.key] as boolean) = !unset;
     else if (opt.kind === 'countup') out.stdin = unset ? 0 : out.stdin + 1;
@@ -147,7 +153,10 @@ class Parser {
   /** check_typos: `-stdin` was surely meant as `--stdin`. */
   checkTypos(arg: string): void {
     if (arg.length < 3) return;
-    if (arg.startsWith('no-') || OPTIONS.some((o) => o.long !== undefined && o.long.startsWith(arg))) {
+    if (
+      arg.startsWith('no-') ||
+      OPTIONS.some((o) => o.long !== undefined && o.long.startsWith(arg))
+    ) {
       throw this.error(`did you mean \`--${arg}\` (with two dashes)?`);
     }
   }
@@ -157,12 +166,18 @@ class Parser {
    * an abbreviation's flags (`arg`'s own, and the option's negation) when `arg` abbreviates it,
    * undefined when it does not match.
    */
-  matchLong(opt: OptionSpec & { long: string }, arg: string, argEnd: number): 'done' | { flags: number; optFlags: number } | undefined {
+  matchLong(
+    opt: OptionSpec & { long: string },
+    arg: string,
+    argEnd: number,
+  ): 'done' | { flags: number; optFlags: number } | undefined {
     let longName = opt.long;
     let flags = 0;
     let optFlags = 0;
     for (;;) {
-      let rest: string | undefined = arg.startsWith(longName) ? arg.slice(longName.length) : undefined;
+      let rest: string | undefined = arg.startsWith(longName)
+        ? arg.slice(longName.length)
+        : undefined;
       if (rest === undefined) {
         if (longName.startsWith(arg.slice(0, argEnd))) return { flags, optFlags };
         if ('no-'.startsWith(arg)) return { flags: flags | UNSET, optFlags };
@@ -174,7 +189,8 @@ class Parser {
         }
         flags |= UNSET;
         rest = arg.slice(3).startsWith(longName) ? arg.slice(3 + longName.length) : undefined;
-        if (rest === undefined) return longName.startsWith(arg.slice(3)) ? { flags, optFlags } : undefined;
+        if (rest === undefined)
+          return longName.startsWith(arg.slice(3)) ? { flags, optFlags } : undefined;
       }
       if (rest.length > 0) {
         if (rest[0] !== '=') return undefined;
@@ -203,7 +219,11 @@ class Parser {
     if (ambiguous !== undefined && abbrev !== undefined) {
       const a = `${ambiguous.flags & UNSET ? 'no-' : ''}${ambiguous.opt.long}`;
       const b = `${abbrev.flags & UNSET ? 'no-' : ''}${abbrev.opt.long}`;
-      throw new ParseExit(129, this.usage, `error: ambiguous option: ${arg} (could be --${a} or --${b})\n`);
+      throw new ParseExit(
+        129,
+        this.usage,
+        `error: ambiguous option: ${arg} (could be --${a} or --${b})\n`,
+      );
     }
     if (abbrev === undefined) return 'unknown';
     this.getValue(abbrev.opt, abbrev.flags);
@@ -213,7 +233,8 @@ class Parser {
   unknown(shown: string, letter: string | undefined): ParseExit {
     let msg: string;
     if (shown[1] === '-') msg = `unknown option \`${shown.slice(2)}'`;
-    else if (letter !== undefined && letter.charCodeAt(0) < 128) msg = `unknown switch \`${letter}'`;
+    else if (letter !== undefined && letter.charCodeAt(0) < 128)
+      msg = `unknown switch \`${letter}'`;
     else msg = `unknown non-ascii option in string: \`${shown}'`;
     return new ParseExit(129, '', `error: ${msg}\n${this.usage}`);
   }
@@ -266,7 +287,8 @@ export function parseHashObjectArgs(argv: string[], usage = HASH_OBJECT_USAGE): 
   try {
     return { kind: 'ok', args: new Parser(argv, usage).parse() };
   } catch (e) {
-    if (e instanceof ParseExit) return { kind: 'exit', code: e.code, stdout: e.stdout, stderr: e.stderr };
+    if (e instanceof ParseExit)
+      return { kind: 'exit', code: e.code, stdout: e.stdout, stderr: e.stderr };
     throw e;
   }
 }
@@ -276,7 +298,8 @@ function printFailure(io: Io, e: unknown): number {
     io.err(e.stderr);
     return e.status;
   }
-  if (e instanceof GitError && e.code === 'usage') return reportError(io, new UsageError(e.message, HASH_OBJECT_USAGE));
+  if (e instanceof GitError && e.code === 'usage')
+    return reportError(io, new UsageError(e.message, HASH_OBJECT_USAGE));
   if (e instanceof HashObjectError) for (const d of e.details) io.err(`error: ${d}\n`);
   if (e instanceof WriteFailure) {
     io.err(`fatal: ${e.named('hash to stdout')}\n`);

@@ -21,8 +21,14 @@ function pct(a: number, b: number): string {
 }
 
 export async function runInspect(args: string[], ctx: CliContext): Promise<number> {
-  const o = await parseArgs(args, INSPECT_USAGE, (y) => y.option('json', { type: 'boolean', default: false }));
-  if (o._.length > 0) throw new (await import('./io.js')).UsageError(`unexpected argument '${o._[0]}'`, INSPECT_USAGE);
+  const o = await parseArgs(args, INSPECT_USAGE, (y) =>
+    y.option('json', { type: 'boolean', default: false }),
+  );
+  if (o._.length > 0)
+    throw new (await import('./io.js')).UsageError(
+      `unexpected argument '${o._[0]}'`,
+      INSPECT_USAGE,
+    );
   const repo = openRepository(ctx);
   // The library's census: --json prints exactly what the API's inspect() resolves to.
   const r = inspectRepo(repo);
@@ -35,13 +41,29 @@ export async function runInspect(args: string[], ctx: CliContext): Promise<numbe
     const rel = relative(ctx.cwd, p);
     return rel.startsWith('..') ? p : rel;
   };
-  io.out(`${r.packs.length} pack${r.packs.length === 1 ? '' : 's'}, ${r.total.objects} packed objects, ${r.loose} loose objects, ${mib(r.total.packBytes)}\n`);
+  io.out(
+    `${r.packs.length} pack${r.packs.length === 1 ? '' : 's'}, ${r.total.objects} packed objects, ${r.loose} loose objects, ${mib(r.total.packBytes)}\n`,
+  );
   for (const p of r.packs) {
     const flags = [p.promisor ? 'promisor' : '', p.keep ? 'keep' : ''].filter(Boolean).join(', ');
-    io.out(`  ${show(p.pack)}: ${p.objects} objects, ${mib(p.size)}${flags ? ` (${flags})` : ''}\n`);
+    io.out(
+      `  ${show(p.pack)}: ${p.objects} objects, ${mib(p.size)}${flags ? ` (${flags})` : ''}\n`,
+    );
   }
   io.out('\n');
-  const rows: string[][] = [['type', 'entries', 'deltas', 'max depth', 'packed', 'inflated', 'stored plain', 'zlib levels 0-1/2-5/6/7-9', 'packed if all level 0']];
+  const rows: string[][] = [
+    [
+      'type',
+      'entries',
+      'deltas',
+      'max depth',
+      'packed',
+      'inflated',
+      'stored plain',
+      'zlib levels 0-1/2-5/6/7-9',
+      'packed if all level 0',
+    ],
+  ];
   for (const t of r.total.types as TypeCensus[]) {
     if (t.entries === 0) continue;
     rows.push([
@@ -57,9 +79,16 @@ export async function runInspect(args: string[], ctx: CliContext): Promise<numbe
     ]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((row) => row[c]!.length)));
-  for (const row of rows) io.out(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!))).join('  ') + '\n');
+  for (const row of rows)
+    io.out(
+      row
+        .map((cell, c) => (c === 0 ? cell.padEnd(widths[c]!) : cell.padStart(widths[c]!)))
+        .join('  ') + '\n',
+    );
   io.out('\n');
-  io.out(`with commits and trees stored uncompressed (level 0): ${mib(r.total.packBytesGraphLevel0)} (${pct(r.total.packBytesGraphLevel0, r.total.packBytes)})\n`);
+  io.out(
+    `with commits and trees stored uncompressed (level 0): ${mib(r.total.packBytesGraphLevel0)} (${pct(r.total.packBytesGraphLevel0, r.total.packBytes)})\n`,
+  );
   io.out('delta depth histogram (depth: entries):\n');
   for (const t of r.total.types) {
     if (t.entries === 0) continue;

@@ -27,7 +27,14 @@ function level(name: string, v: unknown, usage: string): Level | undefined {
 
 /** The flags as the library's options (api/repack.ts `LevelOptions`). */
 export function levelOptionsOf(f: LevelFlags): LevelOptions {
-  return { graphCompression: f.graph, commitCompression: f.commit, treeCompression: f.tree, blobCompression: f.blob, tagCompression: f.tag, compression: f.compression };
+  return {
+    graphCompression: f.graph,
+    commitCompression: f.commit,
+    treeCompression: f.tree,
+    blobCompression: f.blob,
+    tagCompression: f.tag,
+    compression: f.compression,
+  };
 }
 
 export function levelFlagsFrom(o: Record<string, unknown>, usage: string): LevelFlags {
@@ -48,5 +55,8 @@ export function fsckModeFrom(o: Record<string, unknown>, usage: string): FsckMod
   if (f === undefined || f === 'changed') return 'changed';
   if (f === true || f === 'full') return 'full';
   if (f === 'connectivity') return 'connectivity';
-  throw new UsageError(`--fsck expects 'changed', 'full' or 'connectivity', not '${String(f)}'`, usage);
+  throw new UsageError(
+    `--fsck expects 'changed', 'full' or 'connectivity', not '${String(f)}'`,
+    usage,
+  );
 }

@@ -4,7 +4,14 @@ import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { fileURLToPath } from 'node:url';
-import { HelpRequested, type Io, ManPageRequested, UsageError, processIo, reportError } from './io.js';
+import {
+  HelpRequested,
+  type Io,
+  ManPageRequested,
+  UsageError,
+  processIo,
+  reportError,
+} from './io.js';
 import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
 import { stdoutFailure } from './output.js';
@@ -82,7 +89,8 @@ export async function main(args: string[], io: Io): Promise<number> {
       name = rest.shift()!;
     }
     const load = COMMANDS[name];
-    if (load === undefined) throw new UsageError(`the '${name}' command is not available yet`, MAIN_USAGE);
+    if (load === undefined)
+      throw new UsageError(`the '${name}' command is not available yet`, MAIN_USAGE);
     const run = await load();
     return await run(rest, { io, cwd: lead.cwd ?? io.cwd, gitDir: lead.gitDir });
   } catch (e) {
@@ -96,7 +104,10 @@ export async function main(args: string[], io: Io): Promise<number> {
  * `--version`. The directory stays undefined (the process's) until a `-C` names one, so that a
  * `-C /abs` works where the current directory is gone. A number is an exit status.
  */
-async function leadingOptions(args: string[], io: Io): Promise<number | { next: number; cwd: string | undefined; gitDir: string | undefined }> {
+async function leadingOptions(
+  args: string[],
+  io: Io,
+): Promise<number | { next: number; cwd: string | undefined; gitDir: string | undefined }> {
   let cwd: string | undefined;
   let gitDir: string | undefined;
   let i = 0;

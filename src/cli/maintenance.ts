@@ -22,12 +22,22 @@ register' (or 'git maintenance start') has registered: the maintenance.repo list
 const SCHEDULERS = ['auto', 'crontab', 'systemd-timer'] as const;
 
 export async function runMaintenance(args: string[], ctx: CliContext): Promise<number> {
-  const o = await parseArgs(args, MAINTENANCE_USAGE, (y) => y.option('scheduler', { type: 'string' }));
+  const o = await parseArgs(args, MAINTENANCE_USAGE, (y) =>
+    y.option('scheduler', { type: 'string' }),
+  );
   const [action, ...extra] = positionals(o);
-  if (action !== 'start' && action !== 'stop') throw new UsageError(action === undefined ? 'a subcommand is required: start or stop' : `invalid subcommand: ${action}`, MAINTENANCE_USAGE);
-  if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, MAINTENANCE_USAGE);
+  if (action !== 'start' && action !== 'stop')
+    throw new UsageError(
+      action === undefined
+        ? 'a subcommand is required: start or stop'
+        : `invalid subcommand: ${action}`,
+      MAINTENANCE_USAGE,
+    );
+  if (extra.length > 0)
+    throw new UsageError(`unexpected argument '${extra[0]}'`, MAINTENANCE_USAGE);
   const want = o.scheduler ?? 'auto';
-  if (!(SCHEDULERS as readonly string[]).includes(want)) throw new UsageError(`unrecognized --scheduler argument '${want}'`, MAINTENANCE_USAGE);
+  if (!(SCHEDULERS as readonly string[]).includes(want))
+    throw new UsageError(`unrecognized --scheduler argument '${want}'`, MAINTENANCE_USAGE);
   const env = ctx.io.env;
   // What cron or systemd must find: git's own binary (as git's schedule names it), this
   // package's launcher, and the node it runs with.
@@ -43,8 +53,14 @@ export async function runMaintenance(args: string[], ctx: CliContext): Promise<n
     } catch {
       // outside a repository: nothing to register
     }
-    if (where !== undefined && registerRepository(where, env)) ctx.io.out(`registered ${where} in maintenance.repo\n`);
+    if (where !== undefined && registerRepository(where, env))
+      ctx.io.out(`registered ${where} in maintenance.repo\n`);
     ctx.io.out(`scheduled on ${r.schedulers[0]} (${r.schedule}): ${r.command}\n`);
-  } else ctx.io.out(r.schedulers.length > 0 ? `removed from ${r.schedulers.join(' and ')}\n` : 'no scheduler to remove it from\n');
+  } else
+    ctx.io.out(
+      r.schedulers.length > 0
+        ? `removed from ${r.schedulers.join(' and ')}\n`
+        : 'no scheduler to remove it from\n',
+    );
   return 0;
 }

@@ -51,7 +51,7 @@ export function writeStdout(text: string): void {
     return;
   }
   try {
-    for (let at = 0; at < buf.length; ) at += writeSync(1, buf, at, buf.length - at);
+    for (let at = 0; at < buf.length;) at += writeSync(1, buf, at, buf.length - at);
   } catch (e) {
     failure = e as NodeJS.ErrnoException;
     throw new WriteFailure(failure);

@@ -51,13 +51,19 @@ export class Progress {
 }
 
 /** Progress is shown when stderr is a terminal, unless `-q`; `--progress`/`--no-progress` override. */
-export function wantProgress(io: Io, opts: { quiet?: boolean | undefined; progress?: boolean | undefined }): boolean {
+export function wantProgress(
+  io: Io,
+  opts: { quiet?: boolean | undefined; progress?: boolean | undefined },
+): boolean {
   if (opts.progress !== undefined) return opts.progress;
   return io.stderrIsTty && !opts.quiet;
 }
 
 /** One progress line per phase name, from a callback of (phase, done, total). */
-export function phaseReporter(io: Io, enabled: boolean): ((phase: string, done: number, total: number) => void) | undefined {
+export function phaseReporter(
+  io: Io,
+  enabled: boolean,
+): ((phase: string, done: number, total: number) => void) | undefined {
   if (!enabled) return undefined;
   let current: { name: string; p: Progress; total: number } | undefined;
   // A phase reported complete again (the writer and its caller both say 100 %) is done once.
@@ -69,7 +75,12 @@ export function phaseReporter(io: Io, enabled: boolean): ((phase: string, done: 
       current.p.stop();
       current = undefined;
     }
-    if (!current) current = { name: phase, p: new Progress(io, phase[0]!.toUpperCase() + phase.slice(1), total), total };
+    if (!current)
+      current = {
+        name: phase,
+        p: new Progress(io, phase[0]!.toUpperCase() + phase.slice(1), total),
+        total,
+      };
     current.p.update(done);
     if (done >= total && total > 0) {
       current.p.stop(done);

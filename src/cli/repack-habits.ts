@@ -35,10 +35,20 @@ export function refuseRepackHabits(o: Record<string, unknown>, usage: string): v
   const refuse = (msg: string): never => {
     throw new UsageError(msg, usage, 'none');
   };
-  const search = (flags: string): string => `for a new delta search run 'git repack -a -d ${flags}', then git repack-ts`;
-  if (o.f === true) refuse(`-f: git repack-ts searches for no deltas, it keeps every one as it is; ${search('-f')}`);
-  if (o.F === true) refuse(`-F: git repack-ts keeps every delta and re-deflates what its levels change (--compression=<n>: every entry); ${search('-F')}`);
+  const search = (flags: string): string =>
+    `for a new delta search run 'git repack -a -d ${flags}', then git repack-ts`;
+  if (o.f === true)
+    refuse(
+      `-f: git repack-ts searches for no deltas, it keeps every one as it is; ${search('-f')}`,
+    );
+  if (o.F === true)
+    refuse(
+      `-F: git repack-ts keeps every delta and re-deflates what its levels change (--compression=<n>: every entry); ${search('-F')}`,
+    );
   for (const name of ['window', 'window-memory', 'depth']) {
-    if (o[name] !== undefined) refuse(`--${name}: git repack-ts searches for no deltas, it keeps every one as it is; ${search(`-f --${name}=<n>`)}`);
+    if (o[name] !== undefined)
+      refuse(
+        `--${name}: git repack-ts searches for no deltas, it keeps every one as it is; ${search(`-f --${name}=<n>`)}`,
+      );
   }
 }

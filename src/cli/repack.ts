@@ -84,8 +84,17 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
   const levels = resolveLevels(flags, repo.config);
-  if (!o.json && !o.quiet && !o.auto && [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')) io.err(NO_LEVEL_HINT);
-  const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  if (
+    !o.json &&
+    !o.quiet &&
+    !o.auto &&
+    [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')
+  )
+    io.err(NO_LEVEL_HINT);
+  const progress = phaseReporter(
+    io,
+    !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
+  );
   // The library's rewrite: --json prints exactly what the API's repack() resolves to.
   const r = await repackRepo(repo, {
     ...levelOptionsOf(flags),
@@ -112,46 +121,85 @@ function summary(r: RepackResult): string {
   const lines: string[] = [];
   const L = r.levels;
   lines.push(`levels: commit ${L.commit}, tree ${L.tree}, blob ${L.blob}, tag ${L.tag}`);
-  if (r.partitions.length === 0) lines.push(r.provenPacks.length > 0 ? 'nothing new to repack' : 'nothing to repack');
+  if (r.partitions.length === 0)
+    lines.push(r.provenPacks.length > 0 ? 'nothing new to repack' : 'nothing to repack');
   for (const p of r.partitions) {
     const s = p.stats;
     const re = s.reencoded;
     const reTotal = re.commit + re.tree + re.blob + re.tag;
     const head = `${p.kind === 'promisor' ? 'promisor ' : ''}objects: ${s.objects} from ${p.sourcePacks.length} pack${p.sourcePacks.length === 1 ? '' : 's'} and ${p.looseObjects} loose`;
     lines.push(head);
-    lines.push(`  copied ${s.copied}, re-encoded ${reTotal} (commits ${re.commit}, trees ${re.tree}, blobs ${re.blob}, tags ${re.tag}), written whole ${s.whole}, from loose ${s.loose}`);
-    if (s.duplicatesDropped || s.excluded) lines.push(`  duplicates dropped ${s.duplicatesDropped}, left in kept packs ${s.excluded}`);
+    lines.push(
+      `  copied ${s.copied}, re-encoded ${reTotal} (commits ${re.commit}, trees ${re.tree}, blobs ${re.blob}, tags ${re.tag}), written whole ${s.whole}, from loose ${s.loose}`,
+    );
+    if (s.duplicatesDropped || s.excluded)
+      lines.push(`  duplicates dropped ${s.duplicatesDropped}, left in kept packs ${s.excluded}`);
     const size = `${s.bytesOut} bytes${pct(s.bytesOut, s.bytesIn)}`;
     if (r.dryRun) lines.push(`  would write ${size}`);
     else if (p.unchanged) lines.push(`  ${p.newPack ?? 'pack'} unchanged (${size})`);
     else lines.push(`  wrote ${p.newPack}.pack, ${size}`);
   }
   if (!r.dryRun) {
-    if (r.removedPacks.length || r.removedLoose) lines.push(`removed ${r.removedPacks.length} old pack${r.removedPacks.length === 1 ? '' : 's'} and ${r.removedLoose} loose object${r.removedLoose === 1 ? '' : 's'}`);
+    if (r.removedPacks.length || r.removedLoose)
+      lines.push(
+        `removed ${r.removedPacks.length} old pack${r.removedPacks.length === 1 ? '' : 's'} and ${r.removedLoose} loose object${r.removedLoose === 1 ? '' : 's'}`,
+      );
     if (r.midx !== 'none') lines.push(`multi-pack-index ${r.midx}`);
     if (r.keptPacks.length) lines.push(`left alone: ${r.keptPacks.join(', ')}`);
-    if (r.provenPacks.length) lines.push(`already at these levels, left as they are: ${r.provenPacks.length} pack${r.provenPacks.length === 1 ? '' : 's'}`);
-    if (r.looseLeft.length) lines.push(`left loose: ${r.looseLeft.length} object${r.looseLeft.length === 1 ? '' : 's'} of a type no pack can hold`);
-    if (r.leftoversCleaned.length) lines.push(`cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`);
+    if (r.provenPacks.length)
+      lines.push(
+        `already at these levels, left as they are: ${r.provenPacks.length} pack${r.provenPacks.length === 1 ? '' : 's'}`,
+      );
+    if (r.looseLeft.length)
+      lines.push(
+        `left loose: ${r.looseLeft.length} object${r.looseLeft.length === 1 ? '' : 's'} of a type no pack can hold`,
+      );
+    if (r.leftoversCleaned.length)
+      lines.push(
+        `cleaned up after an earlier interrupted run: ${r.leftoversCleaned.length} file(s)`,
+      );
   }
   return lines.join('\n') + '\n';
 }
 
-async function runExport(o: { zstd?: string; output?: string; json?: boolean; quiet?: boolean; progress?: boolean; 'dict-size'?: string; dict?: boolean; 'dict-trainer'?: string }, flags: LevelFlags, ctx: CliContext): Promise<number> {
+async function runExport(
+  o: {
+    zstd?: string;
+    output?: string;
+    json?: boolean;
+    quiet?: boolean;
+    progress?: boolean;
+    'dict-size'?: string;
+    dict?: boolean;
+    'dict-trainer'?: string;
+  },
+  flags: LevelFlags,
+  ctx: CliContext,
+): Promise<number> {
   const level = o.zstd === '' || o.zstd === undefined ? DEFAULT_ZSTD_LEVEL : Number(o.zstd);
-  if (!Number.isInteger(level) || level < 1 || level > 22) throw new UsageError(`--zstd expects a level from 1 to 22, not '${o.zstd}'`, REPACK_USAGE);
-  if (o.output === undefined || o.output === '') throw new UsageError('--zstd needs -o <file>', REPACK_USAGE);
+  if (!Number.isInteger(level) || level < 1 || level > 22)
+    throw new UsageError(`--zstd expects a level from 1 to 22, not '${o.zstd}'`, REPACK_USAGE);
+  if (o.output === undefined || o.output === '')
+    throw new UsageError('--zstd needs -o <file>', REPACK_USAGE);
   let dictSize = DEFAULT_DICT_SIZE;
   if (o['dict-size'] !== undefined) {
     dictSize = Number(o['dict-size']);
-    if (!Number.isInteger(dictSize) || dictSize < 1024 || dictSize > 1 << 24) throw new UsageError(`--dict-size expects a number of bytes from 1024 to 16777216, not '${o['dict-size']}'`, REPACK_USAGE);
+    if (!Number.isInteger(dictSize) || dictSize < 1024 || dictSize > 1 << 24)
+      throw new UsageError(
+        `--dict-size expects a number of bytes from 1024 to 16777216, not '${o['dict-size']}'`,
+        REPACK_USAGE,
+      );
   }
   if (o.dict === false) dictSize = 0;
   const trainer = o['dict-trainer'] ?? 'auto';
-  if (trainer !== 'auto' && trainer !== 'js') throw new UsageError(`--dict-trainer expects 'auto' or 'js', not '${trainer}'`, REPACK_USAGE);
+  if (trainer !== 'auto' && trainer !== 'js')
+    throw new UsageError(`--dict-trainer expects 'auto' or 'js', not '${trainer}'`, REPACK_USAGE);
   const { io } = ctx;
   const repo = openRepository(ctx);
-  const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  const progress = phaseReporter(
+    io,
+    !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
+  );
   // The library's export: --json prints exactly what the API's zstdExport() resolves to.
   const r = await zstdExportRepo(repo, resolve(ctx.cwd, o.output), {
     ...levelOptionsOf(flags),
@@ -165,8 +213,11 @@ async function runExport(o: { zstd?: string; output?: string; json?: boolean; qu
     return 0;
   }
   if (!o.quiet) {
-    io.out(`wrote ${r.path}: ${r.objects} objects, ${r.bytes} bytes${pct(r.bytes, r.sourceBytes)} against the packs, zstd level ${r.level}\n`);
-    for (const d of r.dictionaries) io.out(`  dictionary ${d.kind}: ${d.bytes} bytes from ${d.samples} samples (${d.method})\n`);
+    io.out(
+      `wrote ${r.path}: ${r.objects} objects, ${r.bytes} bytes${pct(r.bytes, r.sourceBytes)} against the packs, zstd level ${r.level}\n`,
+    );
+    for (const d of r.dictionaries)
+      io.out(`  dictionary ${d.kind}: ${d.bytes} bytes from ${d.samples} samples (${d.method})\n`);
   }
   return 0;
 }

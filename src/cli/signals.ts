@@ -32,7 +32,8 @@ export function isCaughtSignal(sig: string): sig is CaughtSignal {
 export function installSignalCleanup(): void {
   // A SIGPIPE while we feed git through a pipe is that pipe's (git stopped reading): the write
   // fails with EPIPE instead, and git's exit says why. Our own stdout and stderr still end us below.
-  for (const sig of SIGNALS) process.on(sig, () => (sig === 'SIGPIPE' && writingToChild() ? undefined : dieOfSignal(sig)));
+  for (const sig of SIGNALS)
+    process.on(sig, () => (sig === 'SIGPIPE' && writingToChild() ? undefined : dieOfSignal(sig)));
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') dieOfSignal('SIGPIPE');

@@ -35,10 +35,16 @@ export function strerror(code: string): string | undefined {
  * device` wherever it appears in a message (our errors often wrap Node's text).
  */
 export function withStrerror(message: string): string {
-  return message.replace(/\b(E[A-Z]+): [a-z][^,]*, ([a-z_]+)(?: '([^']*)')?(?: -> '([^']*)')?/g, (all, code: string, syscall: string, path?: string, dest?: string) => {
-    const text = strerror(code);
-    if (text === undefined) return all;
-    const where = path === undefined ? syscall : `${syscall} '${path}'${dest === undefined ? '' : ` -> '${dest}'`}`;
-    return `${where}: ${text}`;
-  });
+  return message.replace(
+    /\b(E[A-Z]+): [a-z][^,]*, ([a-z_]+)(?: '([^']*)')?(?: -> '([^']*)')?/g,
+    (all, code: string, syscall: string, path?: string, dest?: string) => {
+      const text = strerror(code);
+      if (text === undefined) return all;
+      const where =
+        path === undefined
+          ? syscall
+          : `${syscall} '${path}'${dest === undefined ? '' : ` -> '${dest}'`}`;
+      return `${where}: ${text}`;
+    },
+  );
 }

@@ -60,12 +60,30 @@ export async function runVerify(args: string[], ctx: CliContext): Promise<number
     targets = listPackFiles(repo.objectsDir).map((p) => {
       const shown = shownPath(p);
       const rel = relative(ctx.cwd, shown);
-      return { pack: p, idx: swapExt(p, '.pack', '.idx'), shown: rel.startsWith('..') ? shown : rel };
+      return {
+        pack: p,
+        idx: swapExt(p, '.pack', '.idx'),
+        shown: rel.startsWith('..') ? shown : rel,
+      };
     });
   }
-  const progress = phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }));
+  const progress = phaseReporter(
+    io,
+    !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
+  );
   try {
-    return await verifyAndPrint(targets, { algo, bigFileThreshold, progress, json: o.json, verbose: o.verbose, statOnly: o['stat-only'] }, io);
+    return await verifyAndPrint(
+      targets,
+      {
+        algo,
+        bigFileThreshold,
+        progress,
+        json: o.json,
+        verbose: o.verbose,
+        statOnly: o['stat-only'],
+      },
+      io,
+    );
   } catch (e) {
     // git verify-pack's index-pack dies of it (128) and verify-pack reports the pack as failed: 1.
     if (!(e instanceof WriteFailure)) throw e;
@@ -83,7 +101,11 @@ interface PrintOptions {
   statOnly: boolean;
 }
 
-async function verifyAndPrint(targets: VerifyTarget[], p: PrintOptions, io: CliContext['io']): Promise<number> {
+async function verifyAndPrint(
+  targets: VerifyTarget[],
+  p: PrintOptions,
+  io: CliContext['io'],
+): Promise<number> {
   const o = { json: p.json, verbose: p.verbose, 'stat-only': p.statOnly };
   const { algo, bigFileThreshold, progress } = p;
   // The library's verify: --json prints exactly what the API's verify() resolves to.
@@ -91,7 +113,8 @@ async function verifyAndPrint(targets: VerifyTarget[], p: PrintOptions, io: CliC
     algo,
     bigFileThreshold,
     onProgress: progress,
-    verboseLine: o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined,
+    verboseLine:
+      o.verbose && !o['stat-only'] && !o.json ? (l: string) => io.out(l + '\n') : undefined,
     // -v --json: every object as a record, the same fields as the lines of `git verify-pack -v`.
     entries: o.verbose === true && !o['stat-only'] && o.json === true,
     onPack: (r, missing) => {

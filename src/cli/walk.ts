@@ -22,14 +22,25 @@ Reads every object reachable from the refs through git-repack-ts's own reader, l
 `;
 
 export async function runWalk(args: string[], ctx: CliContext): Promise<number> {
-  const o = await parseArgs(args, WALK_USAGE, (y) => y.option('read-blobs', { type: 'boolean', default: false }).option('json', { type: 'boolean', default: false }));
+  const o = await parseArgs(args, WALK_USAGE, (y) =>
+    y
+      .option('read-blobs', { type: 'boolean', default: false })
+      .option('json', { type: 'boolean', default: false }),
+  );
   const named = positionals(o);
   try {
     // The library's walk: --json prints exactly what the API's walk() resolves to.
-    printWalk(named.length === 0 ? walkRepo(openRepository(ctx), { readBlobs: o['read-blobs'] }) : walkPacks(named, o['read-blobs'], ctx), o.json, ctx);
+    printWalk(
+      named.length === 0
+        ? walkRepo(openRepository(ctx), { readBlobs: o['read-blobs'] })
+        : walkPacks(named, o['read-blobs'], ctx),
+      o.json,
+      ctx,
+    );
   } catch (e) {
     // git's `error: Could not read <parent>` before its `fatal: Failed to traverse parents of commit <child>`.
-    if (e instanceof GitError && e.code === 'missing-object' && e.detail !== e.message) ctx.io.err(`error: ${e.detail}\n`);
+    if (e instanceof GitError && e.code === 'missing-object' && e.detail !== e.message)
+      ctx.io.err(`error: ${e.detail}\n`);
     throw e;
   }
   return 0;
@@ -52,7 +63,10 @@ function walkPacks(named: string[], readBlobs: boolean, ctx: CliContext): WalkRe
   }
   try {
     if (refs === '') refs = listRefs((repo ?? openRepository(ctx)).gitDir, ctx.io.env);
-    return walkObjects(odb, odb.algo, refs, { readBlobs, shallow: repo === undefined ? undefined : readShallow(repo) });
+    return walkObjects(odb, odb.algo, refs, {
+      readBlobs,
+      shallow: repo === undefined ? undefined : readShallow(repo),
+    });
   } finally {
     odb.close();
   }
@@ -60,5 +74,8 @@ function walkPacks(named: string[], readBlobs: boolean, ctx: CliContext): WalkRe
 
 function printWalk(r: WalkResult, json: boolean, ctx: CliContext): void {
   if (json) ctx.io.out(JSON.stringify(r, null, 2) + '\n');
-  else ctx.io.out(`${r.commits} commits, ${r.trees} trees, ${r.blobs} blobs, ${r.tags} tags, ${r.missing} missing; ${(r.bytesRead / 1048576).toFixed(1)} MiB read in ${(r.ms / 1000).toFixed(2)} s\n`);
+  else
+    ctx.io.out(
+      `${r.commits} commits, ${r.trees} trees, ${r.blobs} blobs, ${r.tags} tags, ${r.missing} missing; ${(r.bytesRead / 1048576).toFixed(1)} MiB read in ${(r.ms / 1000).toFixed(2)} s\n`,
+    );
 }

@@ -28,7 +28,8 @@ repository has no commit on its current branch. The work tree and index are not 
 
 /** `git fetch`'s ref names in its report (`prettify_refname`): branches, tags and remotes by their short name. */
 function pretty(ref: string): string {
-  for (const p of ['refs/heads/', 'refs/tags/', 'refs/remotes/']) if (ref.startsWith(p)) return ref.slice(p.length);
+  for (const p of ['refs/heads/', 'refs/tags/', 'refs/remotes/'])
+    if (ref.startsWith(p)) return ref.slice(p.length);
   return ref;
 }
 
@@ -42,7 +43,8 @@ function refColumn(refs: RefUpdate[]): number {
   let width = 10;
   for (const u of refs) {
     const len = pretty(u.ref).length;
-    if (u.status !== 'up-to-date' && u.reason !== 'invalid ref name' && 21 + 2 * len <= 80) width = Math.max(width, len);
+    if (u.status !== 'up-to-date' && u.reason !== 'invalid ref name' && 21 + 2 * len <= 80)
+      width = Math.max(width, len);
   }
   return width;
 }
@@ -51,23 +53,35 @@ function refColumn(refs: RefUpdate[]): number {
 function refLine(u: RefUpdate, width: number): string | undefined {
   const name = pretty(u.ref).padEnd(width);
   const to = `${name} -> ${pretty(u.ref)}`;
-  const kind = u.ref.startsWith('refs/heads/') ? 'branch' : u.ref.startsWith('refs/tags/') ? 'tag' : 'ref';
+  const kind = u.ref.startsWith('refs/heads/')
+    ? 'branch'
+    : u.ref.startsWith('refs/tags/')
+      ? 'tag'
+      : 'ref';
   if (u.status === 'new') return ` * ${`[new ${kind}]`.padEnd(17)} ${to}`;
   if (u.status === 'forced' && kind === 'tag') return ` t ${'[tag update]'.padEnd(17)} ${to}`;
-  if (u.status === 'forced') return ` + ${`${u.old!.slice(0, 7)}...${u.id!.slice(0, 7)}`.padEnd(17)} ${to}  (forced update)`;
-  if (u.status === 'rejected' && u.reason !== 'invalid ref name') return ` ! ${'[rejected]'.padEnd(17)} ${to}  (${u.reason})`;
+  if (u.status === 'forced')
+    return ` + ${`${u.old!.slice(0, 7)}...${u.id!.slice(0, 7)}`.padEnd(17)} ${to}  (forced update)`;
+  if (u.status === 'rejected' && u.reason !== 'invalid ref name')
+    return ` ! ${'[rejected]'.padEnd(17)} ${to}  (${u.reason})`;
   return undefined;
 }
 
 /** What the import did to the refs, as `git fetch` reports it (on stderr); errors for refs git would call funny. */
 function reportRefs(r: ImportResult, quiet: boolean): string {
-  const lines = quiet ? [] : r.refs.map((u) => refLine(u, refColumn(r.refs))).filter((l): l is string => l !== undefined);
+  const lines = quiet
+    ? []
+    : r.refs.map((u) => refLine(u, refColumn(r.refs))).filter((l): l is string => l !== undefined);
   if (!quiet && r.head.status === 'set') lines.push(`HEAD is now ${r.head.ref}`);
-  if (!quiet && r.head.status === 'detached') lines.push(`HEAD is now detached at ${r.head.id!.slice(0, 7)}`);
+  if (!quiet && r.head.status === 'detached')
+    lines.push(`HEAD is now detached at ${r.head.id!.slice(0, 7)}`);
   let out = lines.length > 0 ? `From ${r.file}\n${lines.join('\n')}\n` : '';
   // git fetch's `get_fetch_map`: "error: * Ignoring funny ref '<name>' locally".
-  for (const u of r.refs) if (u.reason === 'invalid ref name') out += `error: * Ignoring funny ref '${quoted(u.ref)}' locally\n`;
-  if (r.refs.some((u) => u.status === 'rejected' && u.reason?.startsWith('would clobber') === true)) out += `hint: --force replaces the refs that differ from ${r.file}'s\n`;
+  for (const u of r.refs)
+    if (u.reason === 'invalid ref name')
+      out += `error: * Ignoring funny ref '${quoted(u.ref)}' locally\n`;
+  if (r.refs.some((u) => u.status === 'rejected' && u.reason?.startsWith('would clobber') === true))
+    out += `hint: --force replaces the refs that differ from ${r.file}'s\n`;
   return out;
 }
 
@@ -80,7 +94,11 @@ export async function runZstdImport(args: string[], ctx: CliContext): Promise<nu
       .option('progress', { type: 'boolean' }),
   );
   const files = positionals(o);
-  if (files.length !== 1) throw new UsageError(files.length === 0 ? 'no file given' : 'one file at a time', ZSTD_IMPORT_USAGE);
+  if (files.length !== 1)
+    throw new UsageError(
+      files.length === 0 ? 'no file given' : 'one file at a time',
+      ZSTD_IMPORT_USAGE,
+    );
   const { io } = ctx;
   const flags = levelFlagsFrom(o, ZSTD_IMPORT_USAGE);
   const fsck = fsckModeFrom(o, ZSTD_IMPORT_USAGE);
@@ -90,11 +108,17 @@ export async function runZstdImport(args: string[], ctx: CliContext): Promise<nu
     // (an import writes every entry anew: `changed`, the rewrite's default, is git fsck's full check)
     fsck: fsck === 'none' ? false : fsck === 'connectivity' ? 'connectivity' : 'full',
     force: o.force,
-    onProgress: phaseReporter(io, !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress })),
+    onProgress: phaseReporter(
+      io,
+      !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
+    ),
     onWarning: (m) => warn(io, m),
   });
   if (o.json) io.out(JSON.stringify(r, null, 2) + '\n');
-  else if (!o.quiet) io.out(`${r.alreadyPresent ? 'already present' : 'installed'}: ${r.newPack}.pack, ${r.objects} objects${r.promisor ? ' (promisor)' : ''}\n`);
+  else if (!o.quiet)
+    io.out(
+      `${r.alreadyPresent ? 'already present' : 'installed'}: ${r.newPack}.pack, ${r.objects} objects${r.promisor ? ' (promisor)' : ''}\n`,
+    );
   const report = o.json ? '' : reportRefs(r, o.quiet === true);
   if (report !== '') io.err(report);
   // As git fetch: a ref that could not be set is exit 1 (the objects are installed).

@@ -43,7 +43,11 @@ export const DEFAULT_DICT_SIZE = 110 * 1024;
  * whose d-mers occur in the most samples, best last). Returns undefined when the samples are too
  * few to be worth a dictionary.
  */
-export function trainDictionary(samples: Buffer[], size = DEFAULT_DICT_SIZE, prefer: 'auto' | 'js' = 'auto'): { dict: Buffer; method: string } | undefined {
+export function trainDictionary(
+  samples: Buffer[],
+  size = DEFAULT_DICT_SIZE,
+  prefer: 'auto' | 'js' = 'auto',
+): { dict: Buffer; method: string } | undefined {
   let total = 0;
   for (const s of samples) total += s.length;
   if (samples.length < 16 || total < 4 * 1024) return undefined;
@@ -63,7 +67,10 @@ function trainWithZstdCli(samples: Buffer[], size: number): Buffer | undefined {
   try {
     samples.forEach((s, i) => writeFileSync(join(dir, `s${i}`), s));
     const out = join(dir, 'dict');
-    const r = spawnSync('zstd', ['--train', '-q', '-r', dir, '-o', out, `--maxdict=${size}`], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const r = spawnSync('zstd', ['--train', '-q', '-r', dir, '-o', out, `--maxdict=${size}`], {
+      encoding: 'utf8',
+      maxBuffer: 1 << 24,
+    });
     if (r.status !== 0) return undefined;
     return readFileSync(out);
   } catch {
@@ -91,7 +98,14 @@ function pick(samples: Buffer[], n: number, seed: number): Buffer[] {
  * in each the k-byte segment whose d-mers occur in the most samples, never the same d-mers twice,
  * and lay the segments out best last (closest to the data, cheapest offsets).
  */
-export function coverDict(samples: Buffer[], size: number, k = 256, d = 8, tableBits = 22, maxBytes = 64 << 20): Buffer {
+export function coverDict(
+  samples: Buffer[],
+  size: number,
+  k = 256,
+  d = 8,
+  tableBits = 22,
+  maxBytes = 64 << 20,
+): Buffer {
   const used: Buffer[] = [];
   let tot = 0;
   for (const s of pick(samples, samples.length, 5)) {

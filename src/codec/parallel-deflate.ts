@@ -44,10 +44,38 @@ export function adler32(buf: Uint8Array, adler = 1): number {
     const end = Math.min(i + ADLER_NMAX, n);
     const end16 = i + ((end - i) & ~15);
     while (i < end16) {
-      a += buf[i]!; b += a; a += buf[i + 1]!; b += a; a += buf[i + 2]!; b += a; a += buf[i + 3]!; b += a;
-      a += buf[i + 4]!; b += a; a += buf[i + 5]!; b += a; a += buf[i + 6]!; b += a; a += buf[i + 7]!; b += a;
-      a += buf[i + 8]!; b += a; a += buf[i + 9]!; b += a; a += buf[i + 10]!; b += a; a += buf[i + 11]!; b += a;
-      a += buf[i + 12]!; b += a; a += buf[i + 13]!; b += a; a += buf[i + 14]!; b += a; a += buf[i + 15]!; b += a;
+      a += buf[i]!;
+      b += a;
+      a += buf[i + 1]!;
+      b += a;
+      a += buf[i + 2]!;
+      b += a;
+      a += buf[i + 3]!;
+      b += a;
+      a += buf[i + 4]!;
+      b += a;
+      a += buf[i + 5]!;
+      b += a;
+      a += buf[i + 6]!;
+      b += a;
+      a += buf[i + 7]!;
+      b += a;
+      a += buf[i + 8]!;
+      b += a;
+      a += buf[i + 9]!;
+      b += a;
+      a += buf[i + 10]!;
+      b += a;
+      a += buf[i + 11]!;
+      b += a;
+      a += buf[i + 12]!;
+      b += a;
+      a += buf[i + 13]!;
+      b += a;
+      a += buf[i + 14]!;
+      b += a;
+      a += buf[i + 15]!;
+      b += a;
       i += 16;
     }
     while (i < end) {
@@ -67,7 +95,12 @@ function lastWindow(prev: Buffer | undefined, block: Buffer): Buffer {
   return Buffer.from(joined.subarray(Math.max(0, joined.length - WINDOW)));
 }
 
-function deflateBlock(block: Buffer, level: number, dictionary: Buffer | undefined, last: boolean): Promise<Buffer> {
+function deflateBlock(
+  block: Buffer,
+  level: number,
+  dictionary: Buffer | undefined,
+  last: boolean,
+): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     deflateRaw(
       block,
@@ -138,7 +171,9 @@ export class ParallelDeflate {
     if (this.ended) throw new Error('ParallelDeflate: push after the last block');
     // zlib copies the dictionary into the stream's window when the job is created, before this returns.
     const job = deflateBlock(block, this.level, this.dict, last);
-    const owner = this.mine.has(block.buffer) ? Buffer.from(block.buffer, 0, DEFLATE_BLOCK) : undefined;
+    const owner = this.mine.has(block.buffer)
+      ? Buffer.from(block.buffer, 0, DEFLATE_BLOCK)
+      : undefined;
     const tracked = job.then((out) => {
       if (owner !== undefined && this.free.length <= this.concurrency) this.free.push(owner);
       return out;

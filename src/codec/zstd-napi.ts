@@ -13,14 +13,21 @@ export interface Binding {
     setParameter(p: number, v: number): void;
     loadDictionary(d: Uint8Array): void;
     compress2(dst: Uint8Array, src: Uint8Array): number;
-    compressStream2(dst: Uint8Array, src: Uint8Array, endOp: number): [returnValue: number, produced: number, consumed: number];
+    compressStream2(
+      dst: Uint8Array,
+      src: Uint8Array,
+      endOp: number,
+    ): [returnValue: number, produced: number, consumed: number];
     reset(directive: number): void;
   };
   DCtx: new () => {
     setParameter(p: number, v: number): void;
     loadDictionary(d: Uint8Array): void;
     decompress(dst: Uint8Array, src: Uint8Array): number;
-    decompressStream(dst: Uint8Array, src: Uint8Array): [returnValue: number, produced: number, consumed: number];
+    decompressStream(
+      dst: Uint8Array,
+      src: Uint8Array,
+    ): [returnValue: number, produced: number, consumed: number];
     reset(directive: number): void;
   };
   CParameter: Record<string, number>;
@@ -90,14 +97,21 @@ export function napiCodec(b: Binding, dicts: Uint8Array[]): ZstdCodec {
     },
     decompress(frame, size, dict, into) {
       // One byte of room more than declared: a frame that decodes to more is caught below.
-      const room = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafe(size + 1);
+      const room =
+        into !== undefined && into.length > size
+          ? into.subarray(0, size + 1)
+          : Buffer.allocUnsafe(size + 1);
       let n: number;
       try {
         n = dctx(dict).decompress(room, frame);
       } catch (e) {
         throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
       }
-      if (n !== size) throw new GitError('bad-object', `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`);
+      if (n !== size)
+        throw new GitError(
+          'bad-object',
+          `zstd frame decodes to ${n > size ? `more than ${size}` : n} bytes, not the declared ${size}`,
+        );
       return room.subarray(0, size);
     },
     frameReader(dict, chunk = 1 << 20, reuse = false) {
@@ -121,7 +135,8 @@ export function napiCodec(b: Binding, dicts: Uint8Array[]): ZstdCodec {
             at += r[2];
             if (r[1] > 0) yield out.subarray(0, r[1]);
             if (left === 0) {
-              if (at < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
+              if (at < input.length)
+                throw new GitError('bad-object', 'zstd: data after the end of the frame');
               return;
             }
             if (r[1] < chunk && at >= input.length) return; // more input needed
@@ -135,7 +150,7 @@ export function napiCodec(b: Binding, dicts: Uint8Array[]): ZstdCodec {
       c.reset(RESET_SESSION);
       const out = Buffer.allocUnsafe(chunk);
       function* run(input: Uint8Array, op: number): Generator<Buffer> {
-        for (let at = 0; ; ) {
+        for (let at = 0; ;) {
           const [left, produced, consumed] = c.compressStream2(out, input.subarray(at), op);
           at += consumed;
           if (produced > 0) yield out.subarray(0, produced);

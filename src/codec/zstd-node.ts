@@ -19,11 +19,22 @@ import type { ZstdCodec } from './zstd.js';
 /** What `stream._handle` of a zlib stream is (src/node_zlib.cc, CompressionStream). */
 interface Handle {
   reset(): void;
-  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
+  writeSync(
+    flush: number,
+    input: Uint8Array,
+    inOff: number,
+    inLen: number,
+    out: Uint8Array,
+    outOff: number,
+    outLen: number,
+  ): void;
   close(): void;
   onerror: (message: string, errno: number, code?: string) => void;
 }
-type Make = (opts: { params?: Record<number, number>; dictionary?: Uint8Array }) => { _handle?: Handle; _writeState?: Uint32Array };
+type Make = (opts: { params?: Record<number, number>; dictionary?: Uint8Array }) => {
+  _handle?: Handle;
+  _writeState?: Uint32Array;
+};
 
 /** ZSTD_c_* parameters and ZSTD_EndDirective values, as in zstd.h (node:zlib's constants). */
 const C_LEVEL = 100;
@@ -54,13 +65,15 @@ class Ctx {
 
   static make(create: Make, opts: Parameters<Make>[0]): Ctx {
     const s = create(opts);
-    if (typeof s._handle?.writeSync !== 'function' || !(s._writeState instanceof Uint32Array)) throw new Error('node:zlib has no zstd handle to drive');
+    if (typeof s._handle?.writeSync !== 'function' || !(s._writeState instanceof Uint32Array))
+      throw new Error('node:zlib has no zstd handle to drive');
     return new Ctx(s._handle, s._writeState);
   }
 
   /** ZSTD_compressStream2 or ZSTD_decompressStream once: [bytes produced into `out`, bytes of `input` taken]. */
   run(flush: number, input: Uint8Array, out: Uint8Array): [number, number] {
-    if (this.failed === undefined) this.handle.writeSync(flush, input, 0, input.length, out, 0, out.length);
+    if (this.failed === undefined)
+      this.handle.writeSync(flush, input, 0, input.length, out, 0, out.length);
     if (this.failed !== undefined) {
       this.close();
       throw new GitError('bad-object', `zstd: ${this.failed}`);
@@ -117,7 +130,8 @@ class FrameEnd {
     if (this.want === 1) {
       // Frame_Header_Descriptor (RFC 8878 3.1.1.1.1): the window, dictionary id and content size fields that follow.
       const d = v;
-      if ((d & 8) !== 0) throw new GitError('bad-object', 'zstd: reserved bit set in the frame header');
+      if ((d & 8) !== 0)
+        throw new GitError('bad-object', 'zstd: reserved bit set in the frame header');
       const single = (d & 32) !== 0;
       this.checksum = (d & 4) !== 0 ? 4 : 0;
       this.skip = (single ? 0 : 1) + [0, 1, 2, 4][d & 3]! + [single ? 1 : 0, 2, 4, 8][d >> 6]!;
@@ -153,15 +167,25 @@ export interface NodeZstd {
  */
 export function loadNodeZstd(): NodeZstd | string {
   const z = zlib as unknown as { createZstdCompress?: Make; createZstdDecompress?: Make };
-  if (z.createZstdCompress === undefined || z.createZstdDecompress === undefined) return 'has no zstd in node:zlib (22.15 and later have)';
-  const found: NodeZstd = { version: process.versions.zstd ?? 'unknown', compress: z.createZstdCompress, decompress: z.createZstdDecompress };
-  const dict = Buffer.from('git-repack-ts checks that node:zlib zstd uses a dictionary. '.repeat(4));
+  if (z.createZstdCompress === undefined || z.createZstdDecompress === undefined)
+    return 'has no zstd in node:zlib (22.15 and later have)';
+  const found: NodeZstd = {
+    version: process.versions.zstd ?? 'unknown',
+    compress: z.createZstdCompress,
+    decompress: z.createZstdDecompress,
+  };
+  const dict = Buffer.from(
+    'git-repack-ts checks that node:zlib zstd uses a dictionary. '.repeat(4),
+  );
   const data = dict.subarray(0, 200);
   try {
     const codec = nodeCodec(found, [dict]);
     const frame = codec.compress(data, 3, 0);
-    if (!codec.decompress(frame, data.length, 0).equals(data)) return 'has a zstd in node:zlib that does not read back what it wrote';
-    return frame.length < 20 ? found : 'has a zstd in node:zlib without dictionaries (22.19 and later have them)';
+    if (!codec.decompress(frame, data.length, 0).equals(data))
+      return 'has a zstd in node:zlib that does not read back what it wrote';
+    return frame.length < 20
+      ? found
+      : 'has a zstd in node:zlib without dictionaries (22.19 and later have them)';
   } catch (e) {
     return `has a zstd in node:zlib that cannot be driven (${(e as Error).message})`;
   }
@@ -169,11 +193,21 @@ export function loadNodeZstd(): NodeZstd | string {
 
 /** A codec over the given dictionaries (their index is the `dict` argument), on node:zlib's zstd. */
 export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
-  const dictionary = (dict: number): { dictionary?: Uint8Array } => (dict >= 0 ? { dictionary: dicts[dict]! } : {});
+  const dictionary = (dict: number): { dictionary?: Uint8Array } =>
+    dict >= 0 ? { dictionary: dicts[dict]! } : {};
   const newCctx = (level: number, dict: number): Ctx => {
     // node:zlib takes 2^32-1 for "not set": no level -1 (ours are 1..22).
     if (level === -1) throw new RangeError('zstd level -1 cannot be set through node:zlib');
-    return Ctx.make(z.compress, { params: { [C_LEVEL]: level, [C_CONTENT_SIZE]: 0, [C_CHECKSUM]: 0, [C_DICT_ID]: 0, [C_FORMAT]: MAGICLESS }, ...dictionary(dict) });
+    return Ctx.make(z.compress, {
+      params: {
+        [C_LEVEL]: level,
+        [C_CONTENT_SIZE]: 0,
+        [C_CHECKSUM]: 0,
+        [C_DICT_ID]: 0,
+        [C_FORMAT]: MAGICLESS,
+      },
+      ...dictionary(dict),
+    });
   };
   const newDctx = (dict: number): Ctx => {
     const d = Ctx.make(z.decompress, dictionary(dict));
@@ -205,29 +239,50 @@ export function nodeCodec(z: NodeZstd, dicts: Uint8Array[]): ZstdCodec {
       const room = bound(data.length);
       if (scratch.length < room) scratch = Buffer.allocUnsafe(Math.max(room, scratch.length * 2));
       // One ZSTD_e_end call with room for the bound: zstd's one-shot path, the frame ZSTD_compress2 makes.
-      const [n, taken] = kept(cctxs, `${level}/${dict}`, () => newCctx(level, dict)).run(END, data, scratch.subarray(0, room));
-      if (taken !== data.length || n === room) throw new Error(`zstd: ${data.length} bytes not compressed in one call`);
+      const [n, taken] = kept(cctxs, `${level}/${dict}`, () => newCctx(level, dict)).run(
+        END,
+        data,
+        scratch.subarray(0, room),
+      );
+      if (taken !== data.length || n === room)
+        throw new Error(`zstd: ${data.length} bytes not compressed in one call`);
       return Buffer.from(scratch.subarray(0, n));
     },
     decompress(frame, size, dict, into) {
       const end = new FrameEnd();
       const n = end.take(frame);
       if (!end.done) throw new GitError('bad-object', 'zstd: the frame is cut short');
-      if (n < frame.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
+      if (n < frame.length)
+        throw new GitError('bad-object', 'zstd: data after the end of the frame');
       // One byte of room more than declared: a frame that decodes to more is caught below.
-      const room = into !== undefined && into.length > size ? into.subarray(0, size + 1) : Buffer.allocUnsafe(size + 1);
+      const room =
+        into !== undefined && into.length > size
+          ? into.subarray(0, size + 1)
+          : Buffer.allocUnsafe(size + 1);
       const d = kept(dctxs, dict, () => newDctx(dict));
       const [got] = d.run(CONTINUE, frame, room);
       const next = d.run(CONTINUE, MAGIC, NOWHERE); // the next frame's magic, as for a fresh context
       if (got !== size || next[0] !== 0) {
         d.close();
-        throw new GitError('bad-object', `zstd frame decodes to ${got > size ? `more than ${size}` : got} bytes, not the declared ${size}`);
+        throw new GitError(
+          'bad-object',
+          `zstd frame decodes to ${got > size ? `more than ${size}` : got} bytes, not the declared ${size}`,
+        );
       }
       return room.subarray(0, size);
     },
-    frameReader: (dict, chunk = 1 << 20, reuse = false) => frameReader(fresh(`d${dict}`, () => newDctx(dict)), chunk, reuse),
+    frameReader: (dict, chunk = 1 << 20, reuse = false) =>
+      frameReader(
+        fresh(`d${dict}`, () => newDctx(dict)),
+        chunk,
+        reuse,
+      ),
     // A context of its own: node:zlib cannot reset one to a new frame (its reset drops the dictionary).
-    frameWriter: (level, dict, chunk = 1 << 20) => frameWriter(fresh(`c${level}/${dict}`, () => newCctx(level, dict)), chunk),
+    frameWriter: (level, dict, chunk = 1 << 20) =>
+      frameWriter(
+        fresh(`c${level}/${dict}`, () => newCctx(level, dict)),
+        chunk,
+      ),
     bound,
   };
 }
@@ -241,7 +296,7 @@ function frameReader(d: Ctx, chunk: number, reuse: boolean): ReturnType<ZstdCode
       const wasDone = end.done;
       const mine = input.subarray(0, end.take(input));
       // Until the frame's bytes here are taken and the output no longer fills a piece.
-      for (let at = 0; !wasDone; ) {
+      for (let at = 0; !wasDone;) {
         const out = keep ?? Buffer.allocUnsafe(chunk);
         const [produced, taken] = d.run(CONTINUE, mine.subarray(at), out);
         at += taken;
@@ -249,7 +304,8 @@ function frameReader(d: Ctx, chunk: number, reuse: boolean): ReturnType<ZstdCode
         if (at >= mine.length && produced < chunk) break;
       }
       if (end.done) d.close();
-      if (mine.length < input.length) throw new GitError('bad-object', 'zstd: data after the end of the frame');
+      if (mine.length < input.length)
+        throw new GitError('bad-object', 'zstd: data after the end of the frame');
     },
     ended: () => end.done,
   };
@@ -259,7 +315,7 @@ function frameReader(d: Ctx, chunk: number, reuse: boolean): ReturnType<ZstdCode
 function frameWriter(c: Ctx, chunk: number): ReturnType<ZstdCodec['frameWriter']> {
   const out = Buffer.allocUnsafe(chunk);
   function* run(input: Uint8Array, op: number): Generator<Buffer> {
-    for (let at = 0; ; ) {
+    for (let at = 0; ;) {
       const [produced, taken] = c.run(op, input.subarray(at), out);
       at += taken;
       if (produced > 0) yield out.subarray(0, produced);

@@ -24,14 +24,22 @@ export interface ZstdCodec {
    * `reuse` a view of one buffer, good until the next piece is asked for); `end` says whether the
    * frame ended exactly there.
    */
-  frameReader(dict: number, chunk?: number, reuse?: boolean): { feed(input: Uint8Array): Generator<Buffer>; ended(): boolean };
+  frameReader(
+    dict: number,
+    chunk?: number,
+    reuse?: boolean,
+  ): { feed(input: Uint8Array): Generator<Buffer>; ended(): boolean };
   /**
    * A lean frame written as its object is read (the writing side of `frameReader`): `feed`
    * compresses the next bytes and yields the frame bytes ready so far, `end` the rest. Each
    * piece is a view of one reused buffer of `chunk` bytes, good until the next is asked for.
    * The same bytes give the same frame however they are cut into pieces.
    */
-  frameWriter(level: number, dict: number, chunk?: number): { feed(input: Uint8Array): Generator<Buffer>; end(): Generator<Buffer> };
+  frameWriter(
+    level: number,
+    dict: number,
+    chunk?: number,
+  ): { feed(input: Uint8Array): Generator<Buffer>; end(): Generator<Buffer> };
   /** The longest frame `n` bytes can give (ZSTD_compressBound): what is left of an object can grow no more. */
   bound(n: number): number;
 }
@@ -67,15 +75,29 @@ function choose(): NonNullable<typeof chosen> {
   const why: string[] = [];
   if (only !== 'napi') {
     const z = loadNodeZstd();
-    if (typeof z !== 'string') return (chosen = { codec: (d) => nodeCodec(z, d), name: `${BINDINGS.node} ${z.version}` });
+    if (typeof z !== 'string')
+      return (chosen = { codec: (d) => nodeCodec(z, d), name: `${BINDINGS.node} ${z.version}` });
     why.push(`this Node.js (${process.version}) ${z}`);
   }
   if (only !== 'node') {
     const b = loadNapi();
-    if (typeof b !== 'string') return (chosen = { codec: (d) => napiCodec(b, d), name: `${BINDINGS.napi} ${b.versionString()}` });
-    why.push(b.startsWith("Cannot find module 'zstd-napi") ? `zstd-napi is not installed beside git-repack-ts (${b})` : `zstd-napi did not load (${b})`);
+    if (typeof b !== 'string')
+      return (chosen = {
+        codec: (d) => napiCodec(b, d),
+        name: `${BINDINGS.napi} ${b.versionString()}`,
+      });
+    why.push(
+      b.startsWith("Cannot find module 'zstd-napi")
+        ? `zstd-napi is not installed beside git-repack-ts (${b})`
+        : `zstd-napi did not load (${b})`,
+    );
   }
-  const how = only === 'node' ? 'Node.js 22.19 or later' : only === 'napi' ? '`npm install -g zstd-napi`' : 'Node.js 22.19 or later, or `npm install -g zstd-napi` beside git-repack-ts';
+  const how =
+    only === 'node'
+      ? 'Node.js 22.19 or later'
+      : only === 'napi'
+        ? '`npm install -g zstd-napi`'
+        : 'Node.js 22.19 or later, or `npm install -g zstd-napi` beside git-repack-ts';
   return (chosen = `zstd is not available: ${why.join(', and ')}; use ${how}`);
 }
 
@@ -94,7 +116,8 @@ export function zstdBinding(): string | undefined {
 /** The one error a zstd pack gets where zstd is not available: `file` cannot be read, and why. */
 export function requireZstd(file: string): void {
   const why = zstdUnavailable();
-  if (why !== undefined) throw new GitError('unsupported', `cannot read ${file}: ${why}`, { file, detail: why });
+  if (why !== undefined)
+    throw new GitError('unsupported', `cannot read ${file}: ${why}`, { file, detail: why });
 }
 
 /** A codec over the given dictionaries (their index is the `dict` argument). */
@@ -110,17 +133,45 @@ export function zstdCodec(dicts: Uint8Array[]): ZstdCodec {
  * whole); into `into`, or each piece to `sink` (a view good until the next). `file` and `offset`
  * (the data's) name a problem.
  */
-export function unzstdPieces(codec: ZstdCodec, dict: number, pieces: Iterable<Uint8Array>, dataLen: number, size: number, into: Buffer | undefined, sink: (bytes: Uint8Array) => void, file: string, offset: number): void {
-  if (dataLen > size && size > 0) throw corrupt('bad-object', file, offset, `zstd frame of ${dataLen} bytes for ${size} bytes of data`);
+export function unzstdPieces(
+  codec: ZstdCodec,
+  dict: number,
+  pieces: Iterable<Uint8Array>,
+  dataLen: number,
+  size: number,
+  into: Buffer | undefined,
+  sink: (bytes: Uint8Array) => void,
+  file: string,
+  offset: number,
+): void {
+  if (dataLen > size && size > 0)
+    throw corrupt(
+      'bad-object',
+      file,
+      offset,
+      `zstd frame of ${dataLen} bytes for ${size} bytes of data`,
+    );
   const reader = dataLen === size ? undefined : codec.frameReader(dict, 1 << 20, true);
   let got = 0;
   for (const piece of pieces) {
     for (const o of reader === undefined ? [piece] : reader.feed(piece)) {
-      if (got + o.length > size) throw corrupt('bad-object', file, offset, `zstd data longer than the declared ${size} bytes`);
+      if (got + o.length > size)
+        throw corrupt(
+          'bad-object',
+          file,
+          offset,
+          `zstd data longer than the declared ${size} bytes`,
+        );
       if (into !== undefined) into.set(o, got);
       else sink(o);
       got += o.length;
     }
   }
-  if ((reader !== undefined && !reader.ended()) || got !== size) throw corrupt('bad-object', file, offset, `zstd data of ${got} bytes, not the declared ${size}`);
+  if ((reader !== undefined && !reader.ended()) || got !== size)
+    throw corrupt(
+      'bad-object',
+      file,
+      offset,
+      `zstd data of ${got} bytes, not the declared ${size}`,
+    );
 }

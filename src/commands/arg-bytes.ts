@@ -9,7 +9,8 @@
 function sequenceAt(b: Uint8Array, i: number): number {
   const c = b[i]!;
   if (c < 0x80) return 1;
-  const len = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  const len =
+    c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
   if (len === 0 || i + len > b.length) return 0;
   for (let k = 1; k < len; k++) if ((b[i + k]! & 0xc0) !== 0x80) return 0;
   const c1 = b[i + 1]!;
@@ -24,13 +25,15 @@ function sequenceAt(b: Uint8Array, i: number): number {
 export function decodeEscaped(bytes: Uint8Array): string {
   let out = '';
   let from = 0;
-  for (let i = 0; i < bytes.length; ) {
+  for (let i = 0; i < bytes.length;) {
     const n = sequenceAt(bytes, i);
     if (n > 0) {
       i += n;
       continue;
     }
-    out += Buffer.from(bytes.subarray(from, i)).toString('utf8') + String.fromCharCode(0xdc00 + bytes[i]!);
+    out +=
+      Buffer.from(bytes.subarray(from, i)).toString('utf8') +
+      String.fromCharCode(0xdc00 + bytes[i]!);
     from = ++i;
   }
   return out + Buffer.from(bytes.subarray(from)).toString('utf8');
@@ -48,7 +51,10 @@ export function encodeEscaped(s: string): Buffer {
   let from = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    const lone = c >= 0xdc80 && c <= 0xdcff && !(i > 0 && s.charCodeAt(i - 1) >= 0xd800 && s.charCodeAt(i - 1) <= 0xdbff);
+    const lone =
+      c >= 0xdc80 &&
+      c <= 0xdcff &&
+      !(i > 0 && s.charCodeAt(i - 1) >= 0xd800 && s.charCodeAt(i - 1) <= 0xdbff);
     if (!lone) continue;
     parts.push(Buffer.from(s.slice(from, i), 'utf8'), Buffer.of(c - 0xdc00));
     from = i + 1;

@@ -1,5 +1,11 @@
 import { GitError } from '../errors.js';
-import { benchCommands, commandLine, parseCommandId, USER_LOG_P_N, type CommandPaths } from '../bench/commands.js';
+import {
+  benchCommands,
+  commandLine,
+  parseCommandId,
+  USER_LOG_P_N,
+  type CommandPaths,
+} from '../bench/commands.js';
 import { blameWalk, blobsOf, choosePaths, missingReason } from '../bench/paths.js';
 import { runGit } from '../bench/timing.js';
 import type { BenchCommand, PathChoice, SkippedCommand } from '../bench/types.js';
@@ -26,7 +32,12 @@ export interface ColumnOptions {
 const NO_PATHS: CommandPaths = { oneline: '<path>', log: '<path>', blame: '<path>' };
 
 function skip(ids: string[], opts: ColumnOptions, reason: string): SkippedCommand[] {
-  return benchCommands(ids, { ...opts, paths: NO_PATHS }).map((c) => ({ id: c.id, label: c.label, line: commandLine(c), reason }));
+  return benchCommands(ids, { ...opts, paths: NO_PATHS }).map((c) => ({
+    id: c.id,
+    label: c.label,
+    line: commandLine(c),
+    reason,
+  }));
 }
 
 function headIsCommit(gitDir: string, env: NodeJS.ProcessEnv): boolean {
@@ -39,7 +50,11 @@ function headIsCommit(gitDir: string, env: NodeJS.ProcessEnv): boolean {
 }
 
 /** The first candidate whose every version is in the repository, or why there is none. */
-function blamePath(gitDir: string, env: NodeJS.ProcessEnv, candidates: string[]): { path?: string; reason: string } {
+function blamePath(
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+  candidates: string[],
+): { path?: string; reason: string } {
   let first = '';
   for (const c of candidates) {
     const m = blobsOf(gitDir, env, blameWalk(c));
@@ -47,7 +62,9 @@ function blamePath(gitDir: string, env: NodeJS.ProcessEnv, candidates: string[])
     if (first === '') first = `${c}: ${missingReason(m)}`;
   }
   if (candidates.length === 0) return { reason: 'no file at HEAD to blame' };
-  return { reason: `none of the ${candidates.length} most changed files has all its versions (${first})` };
+  return {
+    reason: `none of the ${candidates.length} most changed files has all its versions (${first})`,
+  };
 }
 
 /**
@@ -55,10 +72,23 @@ function blamePath(gitDir: string, env: NodeJS.ProcessEnv, candidates: string[])
  * columns chosen, and the columns that cannot run here set aside with their reason (blobs
  * missing in a partial clone, HEAD not a commit) rather than failing or fetching.
  */
-export function prepareColumns(ids: string[], gitDir: string, env: NodeJS.ProcessEnv, opts: ColumnOptions): Columns {
+export function prepareColumns(
+  ids: string[],
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+  opts: ColumnOptions,
+): Columns {
   const skipped: SkippedCommand[] = [];
-  const want = (pred: (base: string) => boolean): string[] => ids.filter((id) => !skipped.some((s) => s.id === id) && pred(parseCommandId(id).base));
-  if (!headIsCommit(gitDir, env)) skipped.push(...skip(want((b) => HEAD_BASES.has(b)), opts, 'HEAD does not name a commit'));
+  const want = (pred: (base: string) => boolean): string[] =>
+    ids.filter((id) => !skipped.some((s) => s.id === id) && pred(parseCommandId(id).base));
+  if (!headIsCommit(gitDir, env))
+    skipped.push(
+      ...skip(
+        want((b) => HEAD_BASES.has(b)),
+        opts,
+        'HEAD does not name a commit',
+      ),
+    );
   let paths: PathChoice | undefined;
   const pathIds = want((b) => PATH_BASES.has(b));
   if (pathIds.length > 0) {
@@ -71,10 +101,23 @@ export function prepareColumns(ids: string[], gitDir: string, env: NodeJS.Proces
         paths.blame = b.path;
         if (b.path === undefined) skipped.push(...skip(blameIds, opts, b.reason));
       }
-      if (paths.oneline === undefined) skipped.push(...skip(want((b) => b === 'path-oneline' || b === 'path-log'), opts, 'no file at HEAD'));
+      if (paths.oneline === undefined)
+        skipped.push(
+          ...skip(
+            want((b) => b === 'path-oneline' || b === 'path-log'),
+            opts,
+            'no file at HEAD',
+          ),
+        );
     } catch (e) {
       if (e instanceof GitError && e.code === 'usage') throw e;
-      skipped.push(...skip(want((b) => PATH_BASES.has(b)), opts, `no path could be chosen: ${e instanceof Error ? e.message : String(e)}`));
+      skipped.push(
+        ...skip(
+          want((b) => PATH_BASES.has(b)),
+          opts,
+          `no path could be chosen: ${e instanceof Error ? e.message : String(e)}`,
+        ),
+      );
     }
   }
   const logP = want((b) => b === 'log-p');

@@ -38,14 +38,25 @@ function readText(f: string): string | undefined {
 export function cacheExperiment(
   gitDir: string,
   algo: HashAlgo,
-  opts: { commits: number; rounds: number; caps?: number[]; maxBytes?: number | undefined; signal?: AbortSignal | undefined; onProgress?: ((phase: string, done: number, total: number) => void) | undefined },
+  opts: {
+    commits: number;
+    rounds: number;
+    caps?: number[];
+    maxBytes?: number | undefined;
+    signal?: AbortSignal | undefined;
+    onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+  },
 ): CacheResult {
   const head = resolveHead(gitDir, algo, readText);
   if (head === undefined) throw new GitError('missing-object', `cannot resolve HEAD in ${gitDir}`);
   const caps = opts.caps ?? CACHE_CAPS;
   const maxBytes = opts.maxBytes ?? CACHE_BYTES;
   const rows: CacheRow[] = [];
-  const reader = new BenchReader(join(gitDir, 'objects'), algo, makeCache('single-lru', 256, maxBytes));
+  const reader = new BenchReader(
+    join(gitDir, 'objects'),
+    algo,
+    makeCache('single-lru', 256, maxBytes),
+  );
   const total = 2 * caps.length * CACHE_VARIANTS.length * opts.rounds;
   let done = 0;
   try {
@@ -61,7 +72,16 @@ export function cacheExperiment(
             const walk = logWalk(reader, head, opts.commits, workload === 'log-S');
             const seconds = selfCpuSeconds() - t0;
             const c = reader.cache;
-            const row: CacheRow = { workload, variant, maxEntries: cap, seconds, hitRate: c.hits / Math.max(1, c.hits + c.misses), inflated: reader.inflated, evictionSteps: c.evictionSteps, walk };
+            const row: CacheRow = {
+              workload,
+              variant,
+              maxEntries: cap,
+              seconds,
+              hitRate: c.hits / Math.max(1, c.hits + c.misses),
+              inflated: reader.inflated,
+              evictionSteps: c.evictionSteps,
+              walk,
+            };
             const prev = best.get(variant);
             if (prev === undefined || seconds < prev.seconds) best.set(variant, row);
             opts.onProgress?.('delta base cache experiment', ++done, total);
@@ -78,7 +98,14 @@ export function cacheExperiment(
 
 export async function runReaderExperiments(
   repo: Repository,
-  opts: { experiments: ReaderExperimentName[]; commits: number; rounds: number; cacheBytes?: number | undefined; signal?: AbortSignal | undefined; onProgress?: ((phase: string, done: number, total: number) => void) | undefined },
+  opts: {
+    experiments: ReaderExperimentName[];
+    commits: number;
+    rounds: number;
+    cacheBytes?: number | undefined;
+    signal?: AbortSignal | undefined;
+    onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+  },
 ): Promise<ReaderResults> {
   const out: ReaderResults = {};
   const { gitDir, algo, objectsDir } = repo;
@@ -89,7 +116,14 @@ export async function runReaderExperiments(
     if (p !== undefined) out.lookup = lookupBench(p.idx, p.idxPath, algo.len, 5, opts.signal);
     for (const q of largest) q.close();
   }
-  if (opts.experiments.includes('cache')) out.cache = cacheExperiment(gitDir, algo, { commits: opts.commits, rounds: opts.rounds, maxBytes: opts.cacheBytes, signal: opts.signal, onProgress: opts.onProgress });
+  if (opts.experiments.includes('cache'))
+    out.cache = cacheExperiment(gitDir, algo, {
+      commits: opts.commits,
+      rounds: opts.rounds,
+      maxBytes: opts.cacheBytes,
+      signal: opts.signal,
+      onProgress: opts.onProgress,
+    });
   if (opts.experiments.includes('zstd')) out.zstd = await zstdBench(repo, Math.max(opts.rounds, 3));
   return out;
 }

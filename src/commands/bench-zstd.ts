@@ -27,7 +27,12 @@ export async function zstdBench(repo: Repository, rounds: number): Promise<ZstdR
   const dir = removeOnSignal(mkdtempSync(join(tmpdir(), 'rts-bench-zstd-')));
   try {
     const file = join(dir, 'repo.zpack');
-    await exportZpack(repo, { out: file, level: DEFAULT_ZSTD_LEVEL, dictSize: DEFAULT_DICT_SIZE, dictMethod: 'auto' });
+    await exportZpack(repo, {
+      out: file,
+      level: DEFAULT_ZSTD_LEVEL,
+      dictSize: DEFAULT_DICT_SIZE,
+      dictMethod: 'auto',
+    });
     const refs = listRefs(repo.gitDir, repo.env);
     const zlibPacks = listPackFiles(repo.objectsDir);
     let zlibBytes = 0;
@@ -50,7 +55,16 @@ export async function zstdBench(repo: Repository, rounds: number): Promise<ZstdR
       }
     }
     const median = (a: number[]): number => [...a].sort((x, y) => x - y)[Math.floor(a.length / 2)]!;
-    return { available: true, reader: 'git repack-ts walk --read-blobs', objects, zstdBytes: statSync(file).size, zlibBytes, zstdSeconds: median(zs), zlibSeconds: median(zl), rounds };
+    return {
+      available: true,
+      reader: 'git repack-ts walk --read-blobs',
+      objects,
+      zstdBytes: statSync(file).size,
+      zlibBytes,
+      zstdSeconds: median(zs),
+      zlibSeconds: median(zl),
+      rounds,
+    };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

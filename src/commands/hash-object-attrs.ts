@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import type { GitConfig } from '../store/config.js';
 import type { Repository } from '../store/repo.js';
-import { autoCrlf, envBool, fileExists, systemFileCandidates, textEolIsCrlf, type AutoCrlf } from './hash-object-config.js';
+import {
+  autoCrlf,
+  envBool,
+  fileExists,
+  systemFileCandidates,
+  textEolIsCrlf,
+  type AutoCrlf,
+} from './hash-object-config.js';
 
 /**
  * Would git convert this path's content? (convert.c: `convert_attrs` and what `convert_to_git`
@@ -30,12 +37,22 @@ type AttrValue = { k: 'true' } | { k: 'false' } | { k: 'unspecified' } | { k: 's
  */
 function interpretations(reported: string | undefined, spelled: boolean): AttrValue[] {
   if (reported === undefined) return [{ k: 'unspecified' }];
-  if (reported === 'set') return spelled ? [{ k: 'true' }, { k: 'string', v: 'set' }] : [{ k: 'true' }];
-  if (reported === 'unset') return spelled ? [{ k: 'false' }, { k: 'string', v: 'unset' }] : [{ k: 'false' }];
+  if (reported === 'set')
+    return spelled ? [{ k: 'true' }, { k: 'string', v: 'set' }] : [{ k: 'true' }];
+  if (reported === 'unset')
+    return spelled ? [{ k: 'false' }, { k: 'string', v: 'unset' }] : [{ k: 'false' }];
   return [{ k: 'string', v: reported }];
 }
 
-type CrlfAction = 'undefined' | 'binary' | 'text' | 'text-input' | 'text-crlf' | 'auto' | 'auto-input' | 'auto-crlf';
+type CrlfAction =
+  | 'undefined'
+  | 'binary'
+  | 'text'
+  | 'text-input'
+  | 'text-crlf'
+  | 'auto'
+  | 'auto-input'
+  | 'auto-crlf';
 
 /** git_path_check_crlf */
 function checkCrlf(v: AttrValue): CrlfAction {
@@ -56,7 +73,14 @@ interface Attrs {
 }
 
 /** The attributes convert_attrs reads (their order is decisionFor's). */
-const CONVERSION_ATTRS = ['text', 'crlf', 'eol', 'ident', 'filter', 'working-tree-encoding'] as const;
+const CONVERSION_ATTRS = [
+  'text',
+  'crlf',
+  'eol',
+  'ident',
+  'filter',
+  'working-tree-encoding',
+] as const;
 
 /** How the end-of-line settings of the configuration enter `convert_attrs`. */
 export interface EolConfig {
@@ -77,7 +101,8 @@ function crlfAction(a: Attrs, eol: EolConfig): CrlfAction {
     else if (e === 'crlf') action = 'text-crlf';
   }
   if (action === 'text') action = eol.eolIsCrlf ? 'text-crlf' : 'text-input';
-  if (action === 'undefined') action = eol.auto === false ? 'binary' : eol.auto === true ? 'auto-crlf' : 'auto-input';
+  if (action === 'undefined')
+    action = eol.auto === false ? 'binary' : eol.auto === true ? 'auto-crlf' : 'auto-input';
   return action;
 }
 
@@ -125,7 +150,11 @@ export function decisionFor(
   const kinds = new Set<Conversion['kind']>();
   for (;;) {
     const v = (i: number): AttrValue => options[i]![pick[i]!]!;
-    const c = conversionOf({ text: v(0), crlf: v(1), eol: v(2), ident: v(3), filter: v(4), encoding: v(5) }, eol, hasDriver);
+    const c = conversionOf(
+      { text: v(0), crlf: v(1), eol: v(2), ident: v(3), filter: v(4), encoding: v(5) },
+      eol,
+      hasDriver,
+    );
     kinds.add(c.crlfOut && write ? 'delegate' : c.kind);
     let i = 0;
     while (i < names.length && ++pick[i]! >= options[i]!.length) pick[i++] = 0;
@@ -138,7 +167,11 @@ export function decisionFor(
 }
 
 /** True when no reading of the report can make git change the content. */
-export function attrsAreIdentity(report: Map<string, string>, auto: AutoCrlf, hasDriver: (name: string) => boolean): boolean {
+export function attrsAreIdentity(
+  report: Map<string, string>,
+  auto: AutoCrlf,
+  hasDriver: (name: string) => boolean,
+): boolean {
   return decisionFor(report, { auto, eolIsCrlf: auto === true }, hasDriver, false) === 'identity';
 }
 
@@ -154,7 +187,6 @@ export function parseCheckAttr(out: Buffer): Map<string, Map<string, string>> {
   }
   return byPath;
 }
-
 
 /** Is `abs` the directory `root` or below it? */
 export function isInside(root: string, abs: string): boolean {
@@ -230,14 +262,26 @@ export class AttributeOracle {
   /** Which of `paths` (attribute paths, as seen from `cwd`) git would convert. */
   decide(paths: (string | Buffer)[], cwd: string): Decision[] {
     const ask = this.askable(paths, cwd);
-    const reports = ask.length > 0 ? this.checkAttr(ask.map((i) => paths[i]!), cwd) : undefined;
+    const reports =
+      ask.length > 0
+        ? this.checkAttr(
+            ask.map((i) => paths[i]!),
+            cwd,
+          )
+        : undefined;
     return this.combine(paths, cwd, ask, reports);
   }
 
   /** `decide` with `git check-attr` running while the caller works (it is a process of its own). */
   async decideAsync(paths: (string | Buffer)[], cwd: string): Promise<Decision[]> {
     const ask = this.askable(paths, cwd);
-    const reports = ask.length > 0 ? await this.checkAttrAsync(ask.map((i) => paths[i]!), cwd) : undefined;
+    const reports =
+      ask.length > 0
+        ? await this.checkAttrAsync(
+            ask.map((i) => paths[i]!),
+            cwd,
+          )
+        : undefined;
     return this.combine(paths, cwd, ask, reports);
   }
 
@@ -251,7 +295,12 @@ export class AttributeOracle {
     return ask;
   }
 
-  private combine(paths: (string | Buffer)[], cwd: string, ask: number[], reports: Map<string, Map<string, string>> | undefined): Decision[] {
+  private combine(
+    paths: (string | Buffer)[],
+    cwd: string,
+    ask: number[],
+    reports: Map<string, Map<string, string>> | undefined,
+  ): Decision[] {
     const asked = new Set(ask);
     return paths.map((p, i) => {
       if (asked.has(i)) {
@@ -269,7 +318,11 @@ export class AttributeOracle {
     const spelled = key.includes('set\0') && this.spelledStates(p, cwd);
     key += spelled ? '1' : '0';
     let d = this.decided.get(key);
-    if (d === undefined) this.decided.set(key, (d = decisionFor(report, this.eol, this.hasDriver, this.s.write, spelled)));
+    if (d === undefined)
+      this.decided.set(
+        key,
+        (d = decisionFor(report, this.eol, this.hasDriver, this.s.write, spelled)),
+      );
     return d;
   }
 
@@ -294,7 +347,10 @@ export class AttributeOracle {
     return v;
   }
 
-  private checkAttrRun(paths: (string | Buffer)[], cwd: string): { args: string[]; env: NodeJS.ProcessEnv; input: Buffer } {
+  private checkAttrRun(
+    paths: (string | Buffer)[],
+    cwd: string,
+  ): { args: string[]; env: NodeJS.ProcessEnv; input: Buffer } {
     const env: NodeJS.ProcessEnv = { ...this.s.env };
     if (this.s.gitDir !== undefined) env.GIT_DIR = this.s.gitDir;
     // hash-object never reads the index, so .gitattributes known only to the index do not apply.
@@ -310,14 +366,20 @@ export class AttributeOracle {
   }
 
   /** `git check-attr --all -z` as hash-object would see attributes: the index is not read. */
-  private checkAttr(paths: (string | Buffer)[], cwd: string): Map<string, Map<string, string>> | undefined {
+  private checkAttr(
+    paths: (string | Buffer)[],
+    cwd: string,
+  ): Map<string, Map<string, string>> | undefined {
     const { args, env, input } = this.checkAttrRun(paths, cwd);
     const r = spawnSync('git', args, { cwd, env, input, maxBuffer: 1 << 28 });
     if (r.error || r.status !== 0) return undefined;
     return parseCheckAttr(r.stdout);
   }
 
-  private checkAttrAsync(paths: (string | Buffer)[], cwd: string): Promise<Map<string, Map<string, string>> | undefined> {
+  private checkAttrAsync(
+    paths: (string | Buffer)[],
+    cwd: string,
+  ): Promise<Map<string, Map<string, string>> | undefined> {
     const { args, env, input } = this.checkAttrRun(paths, cwd);
     return new Promise((done) => {
       const child = spawn('git', args, { cwd, env, stdio: ['pipe', 'pipe', 'ignore'] });
@@ -325,7 +387,9 @@ export class AttributeOracle {
       child.stdout.on('data', (b: Buffer) => out.push(b));
       child.stdin.on('error', () => {}); // a git that exits early: its status says so
       child.on('error', () => done(undefined));
-      child.on('close', (status) => done(status === 0 ? parseCheckAttr(Buffer.concat(out)) : undefined));
+      child.on('close', (status) =>
+        done(status === 0 ? parseCheckAttr(Buffer.concat(out)) : undefined),
+      );
       child.stdin.end(input);
     });
   }
@@ -345,7 +409,8 @@ export class AttributeOracle {
     for (let i = 0; i < parts.length - 1; i++) {
       acc = i === 0 ? parts[0]! : acc + '/' + parts[i]!;
       const rel = acc === '' ? '/' : acc;
-      if (this.hasAttributesFile(resolve(root, rel)) || this.hasAttributesFile(resolve(cwd, rel))) return false;
+      if (this.hasAttributesFile(resolve(root, rel)) || this.hasAttributesFile(resolve(cwd, rel)))
+        return false;
     }
     return true;
   }
@@ -364,7 +429,12 @@ export class AttributeOracle {
    * Does `test` hold for a directory from the path's own up to the top of the work tree? Each
    * directory's answer is remembered in `memo` (one walk per directory, not per path).
    */
-  private someDirectory(p: string | Buffer, cwd: string, test: (dir: string) => boolean, memo: Map<string, boolean>): boolean {
+  private someDirectory(
+    p: string | Buffer,
+    cwd: string,
+    test: (dir: string) => boolean,
+    memo: Map<string, boolean>,
+  ): boolean {
     if (this.s.repo === undefined) return false;
     const root = this.s.repo.workTree ?? cwd;
     const s = pathString(p);
@@ -421,7 +491,8 @@ export class AttributeOracle {
 
   private readonly naming = fileScan((text) => {
     // Any token naming them, negated or valued or in a comment: a false alarm only costs a check-attr run.
-    const names = this.drivers.size > 0 ? 'ident|working-tree-encoding|filter' : 'ident|working-tree-encoding';
+    const names =
+      this.drivers.size > 0 ? 'ident|working-tree-encoding|filter' : 'ident|working-tree-encoding';
     return new RegExp(`(^|[\\s!-])(${names})([\\s=]|$)|\\[attr\\]`, 'm').test(text);
   });
 
@@ -434,7 +505,12 @@ export class AttributeOracle {
       scan.global = files.some((f) => fileExists(f) && scan.file(f));
     }
     if (scan.global) return true;
-    return this.someDirectory(p, cwd, (dir) => this.hasAttributesFile(dir) && scan.file(join(dir, '.gitattributes')), scan.below);
+    return this.someDirectory(
+      p,
+      cwd,
+      (dir) => this.hasAttributesFile(dir) && scan.file(join(dir, '.gitattributes')),
+      scan.below,
+    );
   }
 
   private readonly mayApplyBelow = new Map<string, boolean>();
@@ -454,7 +530,11 @@ export class AttributeOracle {
     const configured = this.s.config.get('core.attributesfile');
     const files: string[] = [];
     if (configured !== undefined && configured !== '') {
-      files.push(configured.startsWith('~/') && home ? join(home, configured.slice(2)) : resolve(cwd, configured));
+      files.push(
+        configured.startsWith('~/') && home
+          ? join(home, configured.slice(2))
+          : resolve(cwd, configured),
+      );
     } else if (env.XDG_CONFIG_HOME) files.push(join(env.XDG_CONFIG_HOME, 'git', 'attributes'));
     else if (home) files.push(join(home, '.config', 'git', 'attributes'));
     if (!envBool(env.GIT_ATTR_NOSYSTEM)) files.push(...systemFileCandidates(env, 'gitattributes'));

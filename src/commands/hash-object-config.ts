@@ -18,13 +18,18 @@ export interface WriteSettings {
 }
 
 /** `core.looseCompression`, `pack.compression` (both defaulting to `core.compression`), `core.bigFileThreshold`. */
-export function writeSettings(config: GitConfig, parseShared: (v: string | null | undefined) => number): WriteSettings {
+export function writeSettings(
+  config: GitConfig,
+  parseShared: (v: string | null | undefined) => number,
+): WriteSettings {
   const core = compressionLevel(config, 'core.compression', 'zlib');
   const loose = compressionLevel(config, 'core.loosecompression', 'zlib');
   const pack = compressionLevel(config, 'pack.compression', 'pack');
   // git_config_ulong, as git_default_core_config reads it.
   const bigFileThreshold = config.getInt('core.bigfilethreshold') ?? 512 * 1024 * 1024;
-  const sharedAll = config.has('core.sharedrepository') ? rawValue(config, 'core.sharedrepository') : undefined;
+  const sharedAll = config.has('core.sharedrepository')
+    ? rawValue(config, 'core.sharedrepository')
+    : undefined;
   return {
     looseCompression: loose ?? core ?? 1,
     packCompression: pack ?? core ?? -1,

@@ -75,7 +75,10 @@ function plainName(p: Buffer, from: number): boolean {
 
 /** Any CR in the content (what `crlf_to_git` could convert)? */
 function crScanner(): { seen: boolean; inspect: (chunk: Buffer) => void } {
-  const s = { seen: false, inspect: (chunk: Buffer): void => void (s.seen ||= chunk.includes(0x0d)) };
+  const s = {
+    seen: false,
+    inspect: (chunk: Buffer): void => void (s.seen ||= chunk.includes(0x0d)),
+  };
   return s;
 }
 
@@ -99,7 +102,9 @@ export function crlfToLf(src: Buffer): Buffer {
 export function openTarget(p: string | Buffer, base: string, baseSlash: Buffer): string | Buffer {
   if (p.length === 0) {
     // open("") is ENOENT; resolving it against the base would open the directory instead.
-    throw Object.assign(new Error("ENOENT: no such file or directory, open ''"), { code: 'ENOENT' });
+    throw Object.assign(new Error("ENOENT: no such file or directory, open ''"), {
+      code: 'ENOENT',
+    });
   }
   if (typeof p === 'string') return resolve(base, p);
   if (p[0] === 0x2f) return p;
@@ -116,9 +121,18 @@ interface GitRun {
 }
 
 /** git with `stdin` (a descriptor it shares, or bytes), without holding the event loop. */
-function runGit(args: string[], o: { cwd: string; env: NodeJS.ProcessEnv; stdin: number | Buffer }): Promise<GitRun> {
+function runGit(
+  args: string[],
+  o: { cwd: string; env: NodeJS.ProcessEnv; stdin: number | Buffer },
+): Promise<GitRun> {
   return new Promise((resolve) => {
-    const child = killOnSignal(spawn('git', args, { cwd: o.cwd, env: o.env, stdio: [typeof o.stdin === 'number' ? o.stdin : 'pipe', 'pipe', 'pipe'] }));
+    const child = killOnSignal(
+      spawn('git', args, {
+        cwd: o.cwd,
+        env: o.env,
+        stdio: [typeof o.stdin === 'number' ? o.stdin : 'pipe', 'pipe', 'pipe'],
+      }),
+    );
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout!.on('data', (b: Buffer) => out.push(b));
@@ -133,7 +147,13 @@ function runGit(args: string[], o: { cwd: string; env: NodeJS.ProcessEnv; stdin:
       // The signal, raised during a write, is handled at a later turn: the pipe stays ours until then.
       void setImmediate(() => {
         pipeClosed();
-        resolve({ status, signal, stdout: Buffer.concat(out), stderr: Buffer.concat(err), ...(error ? { error } : {}) });
+        resolve({
+          status,
+          signal,
+          stdout: Buffer.concat(out),
+          stderr: Buffer.concat(err),
+          ...(error ? { error } : {}),
+        });
       });
     child.on('error', (e) => done(null, null, e));
     child.on('close', (status, signal) => done(status, signal));
@@ -152,7 +172,9 @@ async function openForReading(target: string | Buffer): Promise<number> {
     // the open below says why, in git's words
   }
   if (!fifo) return openSync(target, 'r');
-  return new Promise((resolve, reject) => open(target, 'r', (e, fd) => (e ? reject(e) : resolve(fd))));
+  return new Promise((resolve, reject) =>
+    open(target, 'r', (e, fd) => (e ? reject(e) : resolve(fd))),
+  );
 }
 
 export class Session {
@@ -198,13 +220,20 @@ export class Session {
 
   get config(): GitConfig {
     // Outside a repository git reads the system, global and command-line scopes from its cwd.
-    this.configCache ??= this.repo?.config ?? loadConfig({ cwd: realPath(this.o.cwd) ?? this.o.cwd, env: this.o.env });
+    this.configCache ??=
+      this.repo?.config ?? loadConfig({ cwd: realPath(this.o.cwd) ?? this.o.cwd, env: this.o.env });
     return this.configCache;
   }
 
   private get oracle(): AttributeOracle {
     const o = this.o;
-    this.oracleCache ??= new AttributeOracle({ config: this.config, repo: this.repo, env: o.env, gitDir: o.gitDir, write: o.write });
+    this.oracleCache ??= new AttributeOracle({
+      config: this.config,
+      repo: this.repo,
+      env: o.env,
+      gitDir: o.gitDir,
+      write: o.write,
+    });
     return this.oracleCache;
   }
 
@@ -252,7 +281,13 @@ export class Session {
     for (const p of paths) {
       const slash = p.lastIndexOf(0x2f);
       // The answer is the directory's for a plain name in it: a sorted list asks once per directory.
-      if (dir !== undefined && slash + 1 === dir.length && p.compare(dir, 0, dir.length, 0, slash + 1) === 0 && plainName(p, slash + 1)) continue;
+      if (
+        dir !== undefined &&
+        slash + 1 === dir.length &&
+        p.compare(dir, 0, dir.length, 0, slash + 1) === 0 &&
+        plainName(p, slash + 1)
+      )
+        continue;
       if (this.oracle.mayConvertWithoutCr(p, this.base)) return true;
       dir = p.subarray(0, slash + 1);
     }
@@ -288,7 +323,11 @@ export class Session {
     const env: NodeJS.ProcessEnv = { ...this.o.env };
     if (this.o.gitDir !== undefined) env.GIT_DIR = this.o.gitDir;
     const full = ['hash-object', ...(this.o.write ? ['-w'] : []), ...d.args];
-    const r = await runGit(full, { cwd: this.o.cwd, env, stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input });
+    const r = await runGit(full, {
+      cwd: this.o.cwd,
+      env,
+      stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input,
+    });
     if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
     const stderr = r.stderr.toString('utf8');
     if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
@@ -305,7 +344,11 @@ export class Session {
    * `crlf` decision, content git would convert (a CR in it, or git's own reading path) is left
    * alone and false returned: the caller delegates it. `crlf-text` content is converted here.
    */
-  async hashFd(fd: number, label: string | undefined, decision: Decision = 'identity'): Promise<boolean> {
+  async hashFd(
+    fd: number,
+    label: string | undefined,
+    decision: Decision = 'identity',
+  ): Promise<boolean> {
     const crlf = decision === 'crlf' || decision === 'crlf-text';
     const o = this.o;
     let st: Stats;
@@ -314,7 +357,8 @@ export class Session {
     } catch (e) {
       throw this.unable(label, [], e);
     }
-    if (!o.literally && !validType(o.type)) throw new HashObjectError('bad-object', `invalid object type "${o.type}"`);
+    if (!o.literally && !validType(o.type))
+      throw new HashObjectError('bad-object', `invalid object type "${o.type}"`);
     const shown = label ?? '(null)';
     const indexing = label ?? '<unknown>';
     if (!st.isFile()) {
@@ -327,7 +371,10 @@ export class Session {
     if (size === 0) {
       // A file whose size stat cannot tell (/proc): index_core hashes "" for a size of 0, and
       // hash_literally reads to EOF (strbuf_read) whatever the size says.
-      await this.fromMemory(o.literally ? await this.readPipe(fd, label, 0) : Buffer.alloc(0), shown);
+      await this.fromMemory(
+        o.literally ? await this.readPipe(fd, label, 0) : Buffer.alloc(0),
+        shown,
+      );
       return true;
     }
     if (!o.literally && o.type !== 'blob') {
@@ -343,7 +390,8 @@ export class Session {
     try {
       id = hashFdSync(fd, o.type, size, this.algo, indexing, this.readBuffer(size), cr?.inspect);
     } catch (e) {
-      if (!o.literally || !(e instanceof ContentSizeError)) throw this.readFailure(e, label, indexing);
+      if (!o.literally || !(e instanceof ContentSizeError))
+        throw this.readFailure(e, label, indexing);
       // hash_literally never trusted the size: what a read to EOF gives (a sysfs file, one that changed).
       await this.fromMemory(await this.readPipe(fd, label, 0), shown);
       return true;
@@ -359,7 +407,11 @@ export class Session {
   }
 
   /** strbuf_read from `from` (null: the descriptor's position) to EOF; git's OOM message when it never ends. */
-  private async readPipe(fd: number, label: string | undefined, from: number | null): Promise<Buffer> {
+  private async readPipe(
+    fd: number,
+    label: string | undefined,
+    from: number | null,
+  ): Promise<Buffer> {
     try {
       return await readToEnd(fd, undefined, from);
     } catch (e) {
@@ -381,7 +433,12 @@ export class Session {
     }
   }
 
-  private async writeFrom(id: Buffer, source: ContentSource, packed: boolean, label: string | undefined): Promise<void> {
+  private async writeFrom(
+    id: Buffer,
+    source: ContentSource,
+    packed: boolean,
+    label: string | undefined,
+  ): Promise<void> {
     try {
       if (packed) await this.writePacked(id, source);
       else await this.writeLoose(this.o.type, id, source);
@@ -396,7 +453,13 @@ export class Session {
     const h = new ObjectHasher(this.algo, o.type, data.length, shown);
     h.update(data);
     const id = h.digest();
-    if (o.write) await this.writeFrom(id, { data, label: shown }, false, shown === '(null)' ? undefined : shown);
+    if (o.write)
+      await this.writeFrom(
+        id,
+        { data, label: shown },
+        false,
+        shown === '(null)' ? undefined : shown,
+      );
     this.emit(toHex(id));
   }
 
@@ -434,7 +497,8 @@ export class Session {
       return e;
     }
     const err = e as NodeJS.ErrnoException;
-    if (typeof err?.code === 'string') return this.unable(label, [`unable to write loose object file: ${strerror(e)}`], e);
+    if (typeof err?.code === 'string')
+      return this.unable(label, [`unable to write loose object file: ${strerror(e)}`], e);
     return e as Error;
   }
 
@@ -454,7 +518,12 @@ export class Session {
     try {
       fd = await openForReading(openTarget(item.open, this.base, this.baseSlash));
     } catch (e) {
-      throw new HashObjectError('io', `could not open '${item.shown}' for reading: ${strerror(e)}`, [], { cause: e });
+      throw new HashObjectError(
+        'io',
+        `could not open '${item.shown}' for reading: ${strerror(e)}`,
+        [],
+        { cause: e },
+      );
     }
     let done: boolean;
     try {

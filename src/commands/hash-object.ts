@@ -72,7 +72,9 @@ export interface HashObjectResult {
 }
 
 /** git's usage errors of hash-object (checked after the repository setup, as git does). */
-export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' | 'files' | 'path' | 'noFilters'>): string | undefined {
+export function usageProblem(
+  o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' | 'files' | 'path' | 'noFilters'>,
+): string | undefined {
   let err: string | undefined;
   if (o.stdinPaths) {
     if (o.stdin) err = "Can't use --stdin-paths with --stdin";
@@ -86,12 +88,19 @@ export function usageProblem(o: Pick<HashObjectOptions, 'stdin' | 'stdinPaths' |
 }
 
 /** Opens the repository as hash-object does: required with -w, optional without. */
-export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>): Repository | undefined {
+export function openHashObjectRepository(
+  o: Pick<HashObjectOptions, 'write' | 'cwd' | 'gitDir' | 'env' | 'euid'>,
+): Repository | undefined {
   try {
     return discoverRepository({ cwd: o.cwd, gitDir: o.gitDir, env: o.env, euid: o.euid });
   } catch (e) {
     // setup_git_directory_gently: outside a repository, or in another user's, is "no repository".
-    if (!o.write && e instanceof GitError && (e.code === 'not-a-repository' || e.code === 'dubious-ownership')) return undefined;
+    if (
+      !o.write &&
+      e instanceof GitError &&
+      (e.code === 'not-a-repository' || e.code === 'dubious-ownership')
+    )
+      return undefined;
     throw e;
   }
 }
@@ -101,7 +110,10 @@ export function openHashObjectRepository(o: Pick<HashObjectOptions, 'write' | 'c
  * `hooks.onIds` as they are computed. Usage problems throw GitError('usage') after the repository
  * setup, like git.
  */
-export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks): Promise<HashObjectResult> {
+export async function hashObjects(
+  o: HashObjectOptions,
+  hooks: HashObjectHooks,
+): Promise<HashObjectResult> {
   const pool = await preHashPool(o);
   let s: Session;
   try {
@@ -133,7 +145,8 @@ export async function hashObjects(o: HashObjectOptions, hooks: HashObjectHooks):
  * now: it starts while this one finds the repository and reads the configuration.
  */
 async function preHashPool(o: HashObjectOptions): Promise<PreHashPool | undefined> {
-  if (!o.stdinPaths || o.write || o.type !== 'blob' || usageProblem(o) !== undefined) return undefined;
+  if (!o.stdinPaths || o.write || o.type !== 'blob' || usageProblem(o) !== undefined)
+    return undefined;
   const { PreHashPool, WORKER_MIN_PATHS } = await import('./pre-hash-pool.js');
   const pool = new PreHashPool();
   if ((regularFileSize(o.stdinFd ?? 0) ?? 0) >= WORKER_MIN_PATHS * 8) pool.startWorker();
@@ -146,7 +159,10 @@ async function hashStdin(s: Session): Promise<void> {
   const vpath = o.path !== undefined ? s.prefixed(o.path) : undefined;
   const d = s.mayConvert && vpath !== undefined ? s.decide([o.path!], o.cwd)[0]! : 'identity';
   const decision: Decision = d === 'crlf' || d === 'crlf-text' ? 'delegate' : d;
-  await s.hashItem({ open: undefined, vpath, shown: '' }, decision, () => ({ args: ['--stdin', `--path=${o.path}`], input: 'stdin' }));
+  await s.hashItem({ open: undefined, vpath, shown: '' }, decision, () => ({
+    args: ['--stdin', `--path=${o.path}`],
+    input: 'stdin',
+  }));
 }
 
 /** The files on the command line, in order (`--path` names the attributes of all of them). */
@@ -158,13 +174,22 @@ async function hashFiles(s: Session): Promise<void> {
     const shown = s.prefixed(arg);
     const label = o.noFilters ? undefined : (vpath ?? shown);
     return s.hashItem({ open: fsPath(shown), vpath: label, shown }, decision, () => ({
-      args: [...(o.type !== 'blob' ? ['-t', o.type] : []), ...(o.path !== undefined ? [`--path=${o.path}`] : []), '--', arg],
+      args: [
+        ...(o.type !== 'blob' ? ['-t', o.type] : []),
+        ...(o.path !== undefined ? [`--path=${o.path}`] : []),
+        '--',
+        arg,
+      ],
       input: Buffer.alloc(0),
     }));
   };
   if (!o.write && o.type === 'blob' && o.path === undefined) {
     // Each file's own path names its attributes: a batch, as for --stdin-paths.
-    await hashBatch(s, o.files.map((f) => encodeEscaped(s.prefixed(f))), hashOne);
+    await hashBatch(
+      s,
+      o.files.map((f) => encodeEscaped(s.prefixed(f))),
+      hashOne,
+    );
     return;
   }
   let decisions: Decision[];
@@ -201,7 +226,8 @@ async function hashPathBatch(s: Session, lines: Buffer[], paths: Buffer[]): Prom
   const o = s.o;
   if (o.write || o.type !== 'blob') {
     const decisions = await s.decideAsync(paths, s.base);
-    for (let i = 0; i < paths.length; i++) await hashPathInOrder(s, lines[i]!, paths[i]!, decisions[i]!);
+    for (let i = 0; i < paths.length; i++)
+      await hashPathInOrder(s, lines[i]!, paths[i]!, decisions[i]!);
     return;
   }
   await hashBatch(s, paths, (i, d) => hashPathInOrder(s, lines[i]!, paths[i]!, d));
@@ -222,7 +248,11 @@ function hashPathInOrder(s: Session, line: Buffer, p: Buffer, d: Decision): Prom
  * does not depend on what git decides about conversion unless the content has a CR), and only
  * what may convert is decided; `inOrder` hashes the rest as git would, in order.
  */
-async function hashBatch(s: Session, paths: Buffer[], inOrder: (i: number, d: Decision) => Promise<void>): Promise<void> {
+async function hashBatch(
+  s: Session,
+  paths: Buffer[],
+  inOrder: (i: number, d: Decision) => Promise<void>,
+): Promise<void> {
   let early: (PreHashed | undefined)[];
   let decisions: Decision[];
   if (s.mayConvertWithoutCr(paths)) {
@@ -235,7 +265,10 @@ async function hashBatch(s: Session, paths: Buffer[], inOrder: (i: number, d: De
     early = s.preHash(paths);
     const ask: number[] = [];
     for (let i = 0; i < paths.length; i++) if (early[i]?.cr !== false) ask.push(i);
-    const answers = s.decide(ask.map((i) => paths[i]!), s.base);
+    const answers = s.decide(
+      ask.map((i) => paths[i]!),
+      s.base,
+    );
     decisions = paths.map(() => 'identity');
     for (let k = 0; k < ask.length; k++) decisions[ask[k]!] = answers[k]!;
   }

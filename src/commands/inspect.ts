@@ -51,13 +51,25 @@ export interface InspectResult {
 const TYPES = [OBJ_COMMIT, OBJ_TREE, OBJ_BLOB, OBJ_TAG];
 
 function emptyCensus(t: number): TypeCensus {
-  return { type: typeName(t), entries: 0, deltas: 0, depthHistogram: [], packedBytes: 0, inflatedBytes: 0, stored: 0, zlibLevels: [0, 0, 0, 0], packedBytesAtLevel0: 0 };
+  return {
+    type: typeName(t),
+    entries: 0,
+    deltas: 0,
+    depthHistogram: [],
+    packedBytes: 0,
+    inflatedBytes: 0,
+    stored: 0,
+    zlibLevels: [0, 0, 0, 0],
+    packedBytesAtLevel0: 0,
+  };
 }
 
 function add(into: TypeCensus, from: TypeCensus): void {
   into.entries += from.entries;
   into.deltas += from.deltas;
-  from.depthHistogram.forEach((c, d) => (into.depthHistogram[d] = (into.depthHistogram[d] ?? 0) + c));
+  from.depthHistogram.forEach(
+    (c, d) => (into.depthHistogram[d] = (into.depthHistogram[d] ?? 0) + c),
+  );
   into.packedBytes += from.packedBytes;
   into.inflatedBytes += from.inflatedBytes;
   into.stored += from.stored;
@@ -96,7 +108,8 @@ export function censusOfPack(pack: Pack): PackCensus {
     c.zlibLevels[scan.flevel[j]!]!++;
     c.packedBytesAtLevel0 += entryLen - dataLen + storedZlibLength(scan.size[j]!);
   }
-  for (const c of byType.values()) for (let d = 0; d < c.depthHistogram.length; d++) c.depthHistogram[d] ??= 0;
+  for (const c of byType.values())
+    for (let d = 0; d < c.depthHistogram.length; d++) c.depthHistogram[d] ??= 0;
   const beside = (ext: string): FsPath => withExt(swapExt(pack.files.pack, '.pack', ''), ext);
   return {
     pack: pack.packPath,
@@ -112,7 +125,10 @@ export function inspectRepository(
   packPaths: FsPath[],
   objectsDir: string,
   algo: HashAlgo,
-  opts: { onProgress?: ((phase: string, done: number, total: number) => void) | undefined; signal?: AbortSignal | undefined } = {},
+  opts: {
+    onProgress?: ((phase: string, done: number, total: number) => void) | undefined;
+    signal?: AbortSignal | undefined;
+  } = {},
 ): InspectResult {
   const packs: PackCensus[] = [];
   for (const path of packPaths) {
@@ -142,5 +158,9 @@ export function inspectRepository(
   }
   if (packs.length > 0) opts.onProgress?.('inspecting packs', packs.length, packPaths.length);
   const loose = listLoose(objectsDir, algo).length;
-  return { packs, loose, total: { objects, packBytes, packBytesGraphLevel0: graph0, types: [...totals.values()] } };
+  return {
+    packs,
+    loose,
+    total: { objects, packBytes, packBytesGraphLevel0: graph0, types: [...totals.values()] },
+  };
 }

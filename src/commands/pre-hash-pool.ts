@@ -1,7 +1,14 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import type { HashAlgo } from '../hash/algo.js';
-import { BlobPreHasher, preHashShared, sharedBatch, sharedResults, splitPaths, type PreHashed } from './pre-hash.js';
+import {
+  BlobPreHasher,
+  preHashShared,
+  sharedBatch,
+  sharedResults,
+  splitPaths,
+  type PreHashed,
+} from './pre-hash.js';
 
 /**
  * Pre-hashing on this thread and, for batches large enough to pay for a thread's start (~20 ms),
@@ -28,7 +35,8 @@ export class PreHashPool {
     const paths = splitPaths(targets);
     const batch = sharedBatch(algo, targets, paths.length);
     if (paths.length >= WORKER_MIN_PATHS) this.startWorker();
-    if (this.worker !== undefined && paths.length >= SHARE_MIN_PATHS) this.worker.postMessage(batch);
+    if (this.worker !== undefined && paths.length >= SHARE_MIN_PATHS)
+      this.worker.postMessage(batch);
     let hasher = this.hashers.get(algo.name);
     if (hasher === undefined) this.hashers.set(algo.name, (hasher = new BlobPreHasher(algo)));
     preHashShared(hasher, paths, batch);

@@ -8,6 +8,7 @@ const hashers = new Map<string, BlobPreHasher>();
 
 parentPort!.on('message', (b: SharedBatch) => {
   let hasher = hashers.get(b.algo);
-  if (hasher === undefined) hashers.set(b.algo, (hasher = new BlobPreHasher(hashAlgoByName(b.algo)!)));
+  if (hasher === undefined)
+    hashers.set(b.algo, (hasher = new BlobPreHasher(hashAlgoByName(b.algo)!)));
   preHashShared(hasher, splitPaths(b.targets), b);
 });

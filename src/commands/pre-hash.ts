@@ -70,7 +70,15 @@ export class BlobPreHasher {
 
   private large(fd: number, size: number): PreHashed {
     let cr = false;
-    const id = hashFdSync(fd, 'blob', size, this.algo, '', this.buf.subarray(ROOM), (chunk) => void (cr ||= chunk.includes(0x0d)));
+    const id = hashFdSync(
+      fd,
+      'blob',
+      size,
+      this.algo,
+      '',
+      this.buf.subarray(ROOM),
+      (chunk) => void (cr ||= chunk.includes(0x0d)),
+    );
     return { hex: id.toString('hex'), cr };
   }
 }
@@ -83,7 +91,13 @@ export class BlobPreHasher {
  */
 export function joinTargets(paths: Buffer[], baseSlash: Buffer): Uint8Array {
   let total = 0;
-  for (const p of paths) total += (p.length === 0 || p.includes(0) ? 0 : p[0] === 0x2f ? p.length : baseSlash.length + p.length) + 1;
+  for (const p of paths)
+    total +=
+      (p.length === 0 || p.includes(0)
+        ? 0
+        : p[0] === 0x2f
+          ? p.length
+          : baseSlash.length + p.length) + 1;
   const out = Buffer.from(new SharedArrayBuffer(Math.max(1, total)), 0, total);
   let at = 0;
   for (const p of paths) {
@@ -99,7 +113,7 @@ export function joinTargets(paths: Buffer[], baseSlash: Buffer): Uint8Array {
 export function splitPaths(joined: Uint8Array): Buffer[] {
   const b = Buffer.from(joined.buffer, joined.byteOffset, joined.length);
   const out: Buffer[] = [];
-  for (let start = 0; start < b.length; ) {
+  for (let start = 0; start < b.length;) {
     const nul = b.indexOf(0, start);
     out.push(b.subarray(start, nul));
     start = nul + 1;
@@ -167,7 +181,10 @@ export function sharedResults(b: SharedBatch, n: number): (PreHashed | undefined
       Atomics.wait(b.flags, i, 0, 1000);
       f = Atomics.load(b.flags, i);
     }
-    out[i] = f === 0 || f === DONE_FAILED ? undefined : { hex: hex.toString('latin1', i * b.hexLen, (i + 1) * b.hexLen), cr: f === DONE_CR };
+    out[i] =
+      f === 0 || f === DONE_FAILED
+        ? undefined
+        : { hex: hex.toString('latin1', i * b.hexLen, (i + 1) * b.hexLen), cr: f === DONE_CR };
   }
   return out;
 }

@@ -25,10 +25,18 @@ export function regularFileSize(fd: number): number | undefined {
 const MAX_POLL_MS = 20;
 
 /** One read (at `pos`, or the descriptor's position when null), waiting on a non-blocking descriptor instead of failing with EAGAIN. */
-export async function readAsync(fd: number, buf: Buffer, off: number, len: number, pos: number | null = null): Promise<number> {
+export async function readAsync(
+  fd: number,
+  buf: Buffer,
+  off: number,
+  len: number,
+  pos: number | null = null,
+): Promise<number> {
   for (let wait = 1; ; wait = Math.min(MAX_POLL_MS, wait * 2)) {
     try {
-      return await new Promise<number>((resolve, reject) => read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))));
+      return await new Promise<number>((resolve, reject) =>
+        read(fd, buf, off, len, pos, (e, n) => (e ? reject(e) : resolve(n))),
+      );
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EOF') return 0;
@@ -82,7 +90,11 @@ export function holdLimit(): number {
 }
 
 /** strbuf_read: everything up to EOF (pipes, FIFOs, terminals, devices), at most `limit` bytes (then OutOfMemory). */
-export async function readToEnd(fd: number, limit = holdLimit(), from: number | null = null): Promise<Buffer> {
+export async function readToEnd(
+  fd: number,
+  limit = holdLimit(),
+  from: number | null = null,
+): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let total = 0;
   for (;;) {

@@ -31,7 +31,11 @@ export interface AutoCheck {
 export function autoThreshold(repo: Repository): number {
   const n = repo.config.getInt('repackts.auto');
   if (n === undefined) return DEFAULT_AUTO_THRESHOLD;
-  if (n < 0) throw new GitError('bad-config', `bad repackTs.auto value ${n}: a number of objects, 0 to turn --auto off`);
+  if (n < 0)
+    throw new GitError(
+      'bad-config',
+      `bad repackTs.auto value ${n}: a number of objects, 0 to turn --auto off`,
+    );
   return n;
 }
 
@@ -68,8 +72,10 @@ export function countLoose(objectsDir: string, hexLen: number, enough: number): 
 export function autoCheck(repo: Repository, levels: Levels, targets: string): AutoCheck {
   const threshold = autoThreshold(repo);
   if (threshold === 0) return { run: false, reason: 'repackTs.auto is 0', pending: 0, threshold };
-  if ([levels[1], levels[2], levels[3], levels[4]].every((l) => l === 'keep')) return { run: false, reason: 'no zlib level is set', pending: 0, threshold };
-  if (existsSync(journalPath(repo.objectsDir))) return { run: true, reason: 'an interrupted run is to be finished', pending: 0, threshold };
+  if ([levels[1], levels[2], levels[3], levels[4]].every((l) => l === 'keep'))
+    return { run: false, reason: 'no zlib level is set', pending: 0, threshold };
+  if (existsSync(journalPath(repo.objectsDir)))
+    return { run: true, reason: 'an interrupted run is to be finished', pending: 0, threshold };
   const state = readProven(repo.objectsDir, repo.algo);
   let pending = countLoose(repo.objectsDir, repo.algo.len * 2, threshold);
   for (const p of listPacks(repo.objectsDir)) {

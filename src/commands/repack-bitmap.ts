@@ -2,7 +2,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { corrupt, GitError } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
-import { encodeBitmap, encodeEwah, ewahPositions, parseBitmap, permuteEwah, type BitmapEntry } from '../format/bitmap.js';
+import {
+  encodeBitmap,
+  encodeEwah,
+  ewahPositions,
+  parseBitmap,
+  permuteEwah,
+  type BitmapEntry,
+} from '../format/bitmap.js';
 import type { PackIndex } from '../format/idx.js';
 import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { isBaseType, isDelta, OBJ_COMMIT, OBJ_OFS_DELTA, typeName } from '../format/object-type.js';
@@ -44,7 +51,13 @@ export interface CarriedBitmap {
 export function carryBitmap(src: Pack, bitmapFile: string, dst: Pack): CarriedBitmap {
   const algo = src.algo;
   const old = parseBitmap(readRegular(bitmapFile), src.count, algo, bitmapFile);
-  if (!old.packChecksum.equals(src.idx.packChecksum)) throw corrupt('bad-bitmap', bitmapFile, 12, `bitmap belongs to another pack than ${src.packPath}`);
+  if (!old.packChecksum.equals(src.idx.packChecksum))
+    throw corrupt(
+      'bad-bitmap',
+      bitmapFile,
+      12,
+      `bitmap belongs to another pack than ${src.packPath}`,
+    );
   const map = idxMap(src.idx, dst.idx, bitmapFile);
   // Old pack position -> new pack position.
   const oldOrder = src.order;
@@ -60,11 +73,27 @@ export function carryBitmap(src: Pack, bitmapFile: string, dst: Pack): CarriedBi
   const entries: BitmapEntry[] = old.entries.map((e) => {
     const commitPos = map[e.commitPos]!;
     const t = types.at(commitPos);
-    if (t !== OBJ_COMMIT || typeAt[newRank[commitPos]!] !== OBJ_COMMIT) throw corrupt('bad-bitmap', bitmapFile, 0, `entry for ${dst.idx.idAt(commitPos).toString('hex')}, which is not a commit in the new pack (${typeName(t)})`);
+    if (t !== OBJ_COMMIT || typeAt[newRank[commitPos]!] !== OBJ_COMMIT)
+      throw corrupt(
+        'bad-bitmap',
+        bitmapFile,
+        0,
+        `entry for ${dst.idx.idAt(commitPos).toString('hex')}, which is not a commit in the new pack (${typeName(t)})`,
+      );
     return { ...e, commitPos, ewah: identity ? e.ewah : permuteEwah(e.ewah, perm) };
   });
-  const hashCache = old.hashCache === undefined ? undefined : moveHashes(old.hashCache, map, dst.count);
-  const bytes = encodeBitmap({ options: old.options, packChecksum: dst.idx.packChecksum, types: typeBitmaps(typeAt), entries, hashCache }, algo);
+  const hashCache =
+    old.hashCache === undefined ? undefined : moveHashes(old.hashCache, map, dst.count);
+  const bytes = encodeBitmap(
+    {
+      options: old.options,
+      packChecksum: dst.idx.packChecksum,
+      types: typeBitmaps(typeAt),
+      entries,
+      hashCache,
+    },
+    algo,
+  );
   // Never installed unread: the new file, parsed back whole against the new pack.
   parseBitmap(bytes, dst.count, algo, `new bitmap for ${dst.packPath}`);
   return { bytes, commits: entries.length, permuted: !identity, added: dst.count - src.count };
@@ -98,7 +127,12 @@ function idxMap(a: PackIndex, b: PackIndex, file: string): Uint32Array {
     if (j < b.count && bi.compare(ai, at, at + len, j * len, j * len + len) === 0) map[i] = j++;
     else missing++;
   }
-  if (missing > 0) throw new GitError('unsupported', `${file}: ${missing} objects of its pack are not in the new pack (kept elsewhere)`, { file });
+  if (missing > 0)
+    throw new GitError(
+      'unsupported',
+      `${file}: ${missing} objects of its pack are not in the new pack (kept elsewhere)`,
+      { file },
+    );
   return map;
 }
 
@@ -106,17 +140,24 @@ function idxMap(a: PackIndex, b: PackIndex, file: string): Uint32Array {
  * The type of each object of the new pack by pack position: the old objects' from git's type
  * bitmaps (each old object in exactly one), the added objects' read from the new pack.
  */
-function newPackTypes(oldTypes: Buffer[], perm: Uint32Array, types: PackTypes, file: string): Uint8Array {
+function newPackTypes(
+  oldTypes: Buffer[],
+  perm: Uint32Array,
+  types: PackTypes,
+  file: string,
+): Uint8Array {
   const typeAt = new Uint8Array(types.pack.count);
   oldTypes.forEach((ewah, t) => {
     for (const p of ewahPositions(ewah)) {
-      if (typeAt[perm[p]!] !== 0) throw corrupt('bad-bitmap', file, 0, `object at pack position ${p} is in two type bitmaps`);
+      if (typeAt[perm[p]!] !== 0)
+        throw corrupt('bad-bitmap', file, 0, `object at pack position ${p} is in two type bitmaps`);
       typeAt[perm[p]!] = t + 1;
     }
   });
   let covered = 0;
   for (const p of perm) if (typeAt[p] !== 0) covered++;
-  if (covered !== perm.length) throw corrupt('bad-bitmap', file, 0, `${perm.length - covered} objects are in no type bitmap`);
+  if (covered !== perm.length)
+    throw corrupt('bad-bitmap', file, 0, `${perm.length - covered} objects are in no type bitmap`);
   const order = types.pack.order;
   for (let q = 0; q < typeAt.length; q++) if (typeAt[q] === 0) typeAt[q] = types.at(order[q]!);
   return typeAt;
@@ -135,20 +176,26 @@ class PackTypes {
     const { pack } = this;
     const chain: number[] = [];
     let t = 0;
-    for (let k = j; t === 0; ) {
+    for (let k = j; t === 0;) {
       const m = this.known.get(k);
       if (m !== undefined) t = m;
       else {
-        if (chain.length > MAX_DELTA_DEPTH) throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, 'delta chain too deep');
+        if (chain.length > MAX_DELTA_DEPTH)
+          throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, 'delta chain too deep');
         chain.push(k);
         const off = pack.idx.offsets[k]!;
         const e = pack.entryAt(off, Math.min(pack.end(k), off + MAX_ENTRY_HEADER));
         if (!isDelta(e.hdr.type)) t = e.hdr.type;
-        else k = e.hdr.type === OBJ_OFS_DELTA ? pack.positionOf(off - e.hdr.baseDistance) : pack.idx.find(e.raw, e.hdr.baseIdPos);
+        else
+          k =
+            e.hdr.type === OBJ_OFS_DELTA
+              ? pack.positionOf(off - e.hdr.baseDistance)
+              : pack.idx.find(e.raw, e.hdr.baseIdPos);
         if (k < 0) throw corrupt('bad-pack', pack.packPath, off, 'delta base not in the pack');
       }
     }
-    if (!isBaseType(t)) throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, `entry of type ${t}`);
+    if (!isBaseType(t))
+      throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, `entry of type ${t}`);
     for (const k of chain) this.known.set(k, t);
     return t;
   }
@@ -168,7 +215,9 @@ function typeBitmaps(typeAt: Uint8Array): Buffer[] {
 }
 
 /** What becomes of the bitmap of one partition's new pack. */
-export type BitmapOutcome = ({ kind: 'none' } | { kind: 'carried'; tmp: string; carried: CarriedBitmap } | { kind: 'midx' }) & {
+export type BitmapOutcome = (
+  { kind: 'none' } | { kind: 'carried'; tmp: string; carried: CarriedBitmap } | { kind: 'midx' }
+) & {
   /** Why a bitmap a source pack had is not carried over. */
   warning?: string | undefined;
 };
@@ -188,9 +237,17 @@ export interface BitmapContext {
 }
 
 /** The partition's source pack whose bitmap is carried over: the largest with one (git's choice for a midx). */
-export function bitmapSource<T extends { base: string; bitmap?: boolean }>(sources: T[], opened: Map<string, Pack>): T | undefined {
+export function bitmapSource<T extends { base: string; bitmap?: boolean }>(
+  sources: T[],
+  opened: Map<string, Pack>,
+): T | undefined {
   let best: T | undefined;
-  for (const s of sources) if (s.bitmap === true && (best === undefined || opened.get(s.base)!.count > opened.get(best.base)!.count)) best = s;
+  for (const s of sources)
+    if (
+      s.bitmap === true &&
+      (best === undefined || opened.get(s.base)!.count > opened.get(best.base)!.count)
+    )
+      best = s;
   return best;
 }
 
@@ -198,18 +255,30 @@ export function bitmapSource<T extends { base: string; bitmap?: boolean }>(sourc
  * The bitmap of partition `x`'s new pack: carried over from its source's into a temporary file
  * (fsynced, installed before the `.idx`), or git's multi-pack-index bitmap, or none.
  */
-export function newPackBitmap(x: WrittenPartition, installing: boolean, c: BitmapContext): BitmapOutcome {
+export function newPackBitmap(
+  x: WrittenPartition,
+  installing: boolean,
+  c: BitmapContext,
+): BitmapOutcome {
   const from = bitmapSource(x.sources, c.opened);
   const want = c.writeBitmap ?? from !== undefined;
   if (!want || (from === undefined && x.kind === 'promisor')) return { kind: 'none' };
   if (c.retainedBitmap !== undefined) {
-    const warning = from === undefined ? undefined : `${from.base}.bitmap is not carried over: ${c.retainedBitmap}.bitmap stays, and git reads only one bitmap`;
+    const warning =
+      from === undefined
+        ? undefined
+        : `${from.base}.bitmap is not carried over: ${c.retainedBitmap}.bitmap stays, and git reads only one bitmap`;
     return { kind: 'none', warning };
   }
   if (!installing) {
     const there = join(c.packDir, x.final);
     if (existsSync(there + '.bitmap')) return { kind: 'none' };
-    return { kind: 'midx', warning: from && `${from.base}.bitmap is not carried over: ${there}.pack was already in place without one; git writes a multi-pack-index bitmap instead` };
+    return {
+      kind: 'midx',
+      warning:
+        from &&
+        `${from.base}.bitmap is not carried over: ${there}.pack was already in place without one; git writes a multi-pack-index bitmap instead`,
+    };
   }
   if (from === undefined) return { kind: 'midx' }; // -b, and no bitmap to carry over
   c.onProgress('carrying the bitmap over', 0, 1);
@@ -223,7 +292,10 @@ export function newPackBitmap(x: WrittenPartition, installing: boolean, c: Bitma
     return { kind: 'carried', tmp, carried };
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
-    return { kind: 'midx', warning: `${from.base}.bitmap is not carried over (${e.message}); git writes a multi-pack-index bitmap instead` };
+    return {
+      kind: 'midx',
+      warning: `${from.base}.bitmap is not carried over (${e.message}); git writes a multi-pack-index bitmap instead`,
+    };
   } finally {
     dst.close();
   }

@@ -7,9 +7,18 @@ import { removeOnSignal } from '../cleanup.js';
 import { Pack } from '../store/pack.js';
 import { buildFsckView, listPacks, makeViewDir, removeView, viewPack } from '../store/packdir.js';
 import { fault } from '../store/files.js';
-import { indexPackStream, onlyObjectsWrittenMeanwhile, runGitFsck, type FsckMode } from '../store/fsck.js';
+import {
+  indexPackStream,
+  onlyObjectsWrittenMeanwhile,
+  runGitFsck,
+  type FsckMode,
+} from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
-import { wholeNotIndexed, type ChangedDestination, type ChangedPack } from '../repack/changed-pack.js';
+import {
+  wholeNotIndexed,
+  type ChangedDestination,
+  type ChangedPack,
+} from '../repack/changed-pack.js';
 import type { RewriteStats, WrittenPack } from '../repack/rewrite.js';
 import { verifyPack } from './verify.js';
 
@@ -42,8 +51,16 @@ export interface WrittenPartition {
  * Where the objects git fsck complains about came from (a damaged source pack, say, whose entries
  * were copied byte for byte under a CRC that matched): the file and offset of each, for the message.
  */
-function whereFrom(output: string, packs: Pack[], objectsDir: string, len: number): { text: string; suspects: Set<Pack> } {
-  const ids = [...new Set(output.match(new RegExp(`\\b[0-9a-f]{${len * 2}}\\b`, 'g')) ?? [])].slice(0, 20);
+function whereFrom(
+  output: string,
+  packs: Pack[],
+  objectsDir: string,
+  len: number,
+): { text: string; suspects: Set<Pack> } {
+  const ids = [...new Set(output.match(new RegExp(`\\b[0-9a-f]{${len * 2}}\\b`, 'g')) ?? [])].slice(
+    0,
+    20,
+  );
   const lines: string[] = [];
   const suspects = new Set<Pack>();
   for (const hex of ids) {
@@ -57,7 +74,11 @@ function whereFrom(output: string, packs: Pack[], objectsDir: string, len: numbe
     const loose = loosePath(objectsDir, id);
     if (existsSync(loose)) lines.push(`${loose}: loose object ${hex} at offset 0`);
   }
-  return { text: lines.length > 0 ? `\nThe objects it names come from:\n${lines.slice(0, 10).join('\n')}` : '', suspects };
+  return {
+    text:
+      lines.length > 0 ? `\nThe objects it names come from:\n${lines.slice(0, 10).join('\n')}` : '',
+    suspects,
+  };
 }
 
 /** Verifying more than this of old packs for an error message would take too long. */
@@ -68,14 +89,20 @@ const VERIFY_FOR_MESSAGE_BYTES = 256 << 20;
  * objects git named, or, when it named none (it may die on a hostile size), every old pack if
  * they are small enough. At most ten lines.
  */
-async function verifySources(sources: Pack[], suspects: Set<Pack>, algo: Repository['algo']): Promise<string> {
+async function verifySources(
+  sources: Pack[],
+  suspects: Set<Pack>,
+  algo: Repository['algo'],
+): Promise<string> {
   let packs = sources.filter((p) => suspects.has(p));
-  if (packs.length === 0 && sources.reduce((n, p) => n + p.size, 0) <= VERIFY_FOR_MESSAGE_BYTES) packs = sources;
+  if (packs.length === 0 && sources.reduce((n, p) => n + p.size, 0) <= VERIFY_FOR_MESSAGE_BYTES)
+    packs = sources;
   const lines: string[] = [];
   for (const p of packs) {
     try {
       const r = await verifyPack(p.packPath, p.idxPath, algo);
-      for (const pr of r.problems.slice(0, 5)) lines.push(`${pr.file}: ${pr.message} at offset ${pr.offset}`);
+      for (const pr of r.problems.slice(0, 5))
+        lines.push(`${pr.file}: ${pr.message} at offset ${pr.offset}`);
     } catch (e) {
       lines.push(`${p.packPath}: ${(e as Error).message}`);
     }
@@ -86,7 +113,9 @@ async function verifySources(sources: Pack[], suspects: Set<Pack>, algo: Reposit
 
 /** Does the configuration name a promisor remote (`remote.<name>.promisor` or `extensions.partialClone`)? */
 function hasPromisorRemote(repo: Repository): boolean {
-  return repo.config.keys().some((k) => /^remote\..*\.promisor$/.test(k) && repo.config.getBool(k) === true);
+  return repo.config
+    .keys()
+    .some((k) => /^remote\..*\.promisor$/.test(k) && repo.config.getBool(k) === true);
 }
 
 /** A `--fsck=changed` check under way (`startChangedCheck`). */
@@ -97,7 +126,11 @@ export interface ChangedCheck {
    * Once the new pack and its idx are written: git's verdict. Rejects with a GitError naming
    * where what git could not read back came from.
    */
-  finish(newIdxPath: string, sources: Pack[], onProgress: (phase: string, done: number, total: number) => void): Promise<void>;
+  finish(
+    newIdxPath: string,
+    sources: Pack[],
+    onProgress: (phase: string, done: number, total: number) => void,
+  ): Promise<void>;
 }
 
 /**
@@ -121,7 +154,12 @@ export function startChangedCheck(repo: Repository, scratchDirs: string[]): Chan
   git.result.catch(() => undefined); // (awaited by finish; a run that fails first never asks)
   let sent: ChangedPack | undefined;
   return {
-    dest: { write: git.write, ready: git.ready, end: (s) => ((sent = s), git.end()), abort: git.kill },
+    dest: {
+      write: git.write,
+      ready: git.ready,
+      end: (s) => ((sent = s), git.end()),
+      abort: git.kill,
+    },
     async finish(newIdxPath, sources, onProgress) {
       const r = await git.result;
       if (sent === undefined) throw new Error('the pack of changed entries was not finished');
@@ -134,8 +172,13 @@ export function startChangedCheck(repo: Repository, scratchDirs: string[]): Chan
       }
       // Name what git could not read back: the objects it names, or the one whose id it did not find.
       const where = whereFrom(missing ?? r.output, sources, repo.objectsDir, repo.algo.len);
-      const said = r.ok ? `${missing}: git index-pack hashed the rewritten entries to other ids` : `git index-pack said:\n${r.output}`;
-      throw new GitError('verify-failed', `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`);
+      const said = r.ok
+        ? `${missing}: git index-pack hashed the rewritten entries to other ids`
+        : `git index-pack said:\n${r.output}`;
+      throw new GitError(
+        'verify-failed',
+        `git could not read back the rewritten entries; nothing was changed.${where.text}${await verifySources(sources, where.suspects, repo.algo)}\n${said}`,
+      );
     },
   };
 }
@@ -163,13 +206,22 @@ export interface FsckCheck {
 export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<void> {
   const { algo, objectsDir } = repo;
   const packDir = join(objectsDir, 'pack');
-  const hasPromisor = c.toInstall.some((x) => x.promisorTmp !== undefined) || listPacks(objectsDir).some((p) => p.promisor && !c.removing.has(p.base));
-  const promisorRemote = repo.config.get('extensions.partialclone') !== undefined || hasPromisorRemote(repo);
-  if (hasPromisor && !promisorRemote) c.warn('promisor packs but no promisor remote configured: git fsck runs as for a partial clone');
+  const hasPromisor =
+    c.toInstall.some((x) => x.promisorTmp !== undefined) ||
+    listPacks(objectsDir).some((p) => p.promisor && !c.removing.has(p.base));
+  const promisorRemote =
+    repo.config.get('extensions.partialclone') !== undefined || hasPromisorRemote(repo);
+  if (hasPromisor && !promisorRemote)
+    c.warn(
+      'promisor packs but no promisor remote configured: git fsck runs as for a partial clone',
+    );
   // Objects that git writes while we run (a commit, a fetch) are not in a view built before
   // they arrived, yet refs may already name them: when the objects changed while fsck ran,
   // build the view again and look once more.
-  const objectsNow = (): string => `${listPacks(objectsDir).map((p) => p.name).join(',')}|${listLoose(objectsDir, algo).length}`;
+  const objectsNow = (): string =>
+    `${listPacks(objectsDir)
+      .map((p) => p.name)
+      .join(',')}|${listLoose(objectsDir, algo).length}`;
   // Ids we listed at the start (in any pack, or loose): a complaint about one is never benign.
   const looseHex = new Set(c.looseIds.map((id) => toHex(id)));
   const listed = (hex: string): boolean => {
@@ -182,14 +234,22 @@ export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<
     const viewDir = removeOnSignal(makeViewDir(objectsDir));
     c.scratchDirs.push(viewDir);
     const viewPacks = [
-      ...c.toInstall.map((x) => ({ pack: x.w.packPath, idx: x.w.idxPath, rev: x.w.revPath, promisor: x.promisorTmp, base: join(packDir, x.final) })),
+      ...c.toInstall.map((x) => ({
+        pack: x.w.packPath,
+        idx: x.w.idxPath,
+        rev: x.w.revPath,
+        promisor: x.promisorTmp,
+        base: join(packDir, x.final),
+      })),
       ...listPacks(objectsDir)
         .filter((p) => !c.removing.has(p.base))
         .map(viewPack),
     ];
     buildFsckView(objectsDir, viewDir, viewPacks);
     fault('phase:fsck', viewDir);
-    const f = await runGitFsck(repo.gitDir, viewDir, c.mode, repo.env, { assumePromisor: hasPromisor && !promisorRemote });
+    const f = await runGitFsck(repo.gitDir, viewDir, c.mode, repo.env, {
+      assumePromisor: hasPromisor && !promisorRemote,
+    });
     removeView(viewDir);
     if (f.ok) return;
     if (attempt < 3 && objectsNow() !== before) continue;
@@ -197,8 +257,13 @@ export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<
     // Entries are copied under their CRC32 without being inflated: damage that the CRC
     // covers (a delta that cannot apply, a wrong declared size) reaches git fsck. Name its
     // source: the objects git names, and what our verify finds in the old packs.
-    const sources = [...c.removing].map((b) => c.opened.get(b)).filter((p): p is Pack => p !== undefined);
+    const sources = [...c.removing]
+      .map((b) => c.opened.get(b))
+      .filter((p): p is Pack => p !== undefined);
     const where = whereFrom(f.output, [...c.opened.values()], objectsDir, algo.len);
-    throw new GitError('verify-failed', `git fsck found problems in the rewritten repository; nothing was changed.${where.text}${await verifySources(sources, where.suspects, algo)}\ngit fsck said:\n${f.output}`);
+    throw new GitError(
+      'verify-failed',
+      `git fsck found problems in the rewritten repository; nothing was changed.${where.text}${await verifySources(sources, where.suspects, algo)}\ngit fsck said:\n${f.output}`,
+    );
   }
 }

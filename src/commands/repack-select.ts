@@ -3,7 +3,14 @@ import { targetsCover, targetsKey, DEFAULT_AUTO_RULE, type AutoRule } from '../r
 import type { Levels } from '../repack/levels.js';
 import { packsToRewrite, type PackCandidate } from '../repack/select.js';
 import type { PackInfo } from '../store/packdir.js';
-import { entriesOf, identify, provenPath, readProven, writeProven, type ProvenEntry } from '../store/proven.js';
+import {
+  entriesOf,
+  identify,
+  provenPath,
+  readProven,
+  writeProven,
+  type ProvenEntry,
+} from '../store/proven.js';
 import type { Repository } from '../store/repo.js';
 import { strerror } from './strerror.js';
 
@@ -39,8 +46,16 @@ interface Noted {
 }
 
 /** This run's targets as store/proven.ts records them. */
-export function runTargets(opts: { levels: Levels; autoRule?: AutoRule | undefined; autoFallback?: number | undefined }): string {
-  return targetsKey({ levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1 });
+export function runTargets(opts: {
+  levels: Levels;
+  autoRule?: AutoRule | undefined;
+  autoFallback?: number | undefined;
+}): string {
+  return targetsKey({
+    levels: opts.levels,
+    rule: opts.autoRule ?? DEFAULT_AUTO_RULE,
+    fallback: opts.autoFallback ?? -1,
+  });
 }
 
 /** The packs of `infos` this run rewrites, by partition, and those it leaves; `result` notes which. */
@@ -52,10 +67,22 @@ export function selectPacks(
   result: Noted,
   warn: (m: string) => void,
 ): Selection {
-  const writeRev = (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
+  const writeRev =
+    (repo.config.getBool('pack.writeReverseIndex') ?? false) || infos.some((p) => p.rev);
   const state = o.all ? [] : readProven(repo.objectsDir, repo.algo);
-  const sel: Selection = { infos, parts: { normal: [], promisor: [] }, retained: [], looseIds, writeRev, targets: o.targets, keepProven: [] };
-  const candidates: Record<Partition, { info: PackInfo; c: PackCandidate; entries: ProvenEntry[] }[]> = { normal: [], promisor: [] };
+  const sel: Selection = {
+    infos,
+    parts: { normal: [], promisor: [] },
+    retained: [],
+    looseIds,
+    writeRev,
+    targets: o.targets,
+    keepProven: [],
+  };
+  const candidates: Record<
+    Partition,
+    { info: PackInfo; c: PackCandidate; entries: ProvenEntry[] }[]
+  > = { normal: [], promisor: [] };
   const odd: PackInfo[] = [];
   for (const p of infos) {
     if (p.keep || p.cruft || o.keepNames.has(p.name)) {
@@ -67,17 +94,26 @@ export function selectPacks(
     // `.tmp-*` pack is the user's to delete).
     if (!p.canonical) {
       odd.push(p);
-      warn(`${p.base}.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it`);
+      warn(
+        `${p.base}.pack: not named pack-<checksum> or loose-<checksum>; left as it is; nothing the rewrite removes relies on it`,
+      );
       continue;
     }
     const id = state.length > 0 ? identify(p.base, repo.algo) : undefined;
     const had = id === undefined ? [] : entriesOf(state, id);
     const proven = (!writeRev || p.rev) && had.some((e) => targetsCover(e.targets, o.targets));
-    candidates[p.promisor ? 'promisor' : 'normal'].push({ info: p, c: { name: p.name, objects: id?.objects ?? 0, proven }, entries: had });
+    candidates[p.promisor ? 'promisor' : 'normal'].push({
+      info: p,
+      c: { name: p.name, objects: id?.objects ?? 0, proven },
+      entries: had,
+    });
   }
   result.keptPacks = [...sel.retained, ...odd].map((p) => p.name);
   for (const kind of ['normal', 'promisor'] as const) {
-    const chosen = packsToRewrite(candidates[kind].map((x) => x.c), kind === 'normal' ? looseIds.length : 0);
+    const chosen = packsToRewrite(
+      candidates[kind].map((x) => x.c),
+      kind === 'normal' ? looseIds.length : 0,
+    );
     for (const x of candidates[kind]) {
       if (chosen.has(x.info.name)) sel.parts[kind].push(x.info);
       else {
@@ -95,7 +131,13 @@ export function selectPacks(
  * and the proven ones it left alone. Best effort: a run that cannot record it succeeded all the
  * same, and the next one reads the packs again.
  */
-export function recordProven(repo: Repository, sel: Selection, partitions: { newPack?: string | undefined }[], shared: number, warn: (m: string) => void): void {
+export function recordProven(
+  repo: Repository,
+  sel: Selection,
+  partitions: { newPack?: string | undefined }[],
+  shared: number,
+  warn: (m: string) => void,
+): void {
   const entries: ProvenEntry[] = [...sel.keepProven];
   for (const pr of partitions) {
     if (pr.newPack === undefined) continue;
@@ -105,6 +147,8 @@ export function recordProven(repo: Repository, sel: Selection, partitions: { new
   try {
     writeProven(repo.objectsDir, entries, shared);
   } catch (e) {
-    warn(`could not record the packs proven at these levels in ${provenPath(repo.objectsDir)}: ${strerror(e)}; the next run reads them again`);
+    warn(
+      `could not record the packs proven at these levels in ${provenPath(repo.objectsDir)}: ${strerror(e)}; the next run reads them again`,
+    );
   }
 }

@@ -11,7 +11,14 @@ import { guardLock } from '../cleanup.js';
 import { ObjectDatabase, listPackFiles } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
 import { pathKey, withExt } from '../store/fs-path.js';
-import { cleanLeftovers, ensurePackDir, isPackName, listPacks, removeView, type PackInfo } from '../store/packdir.js';
+import {
+  cleanLeftovers,
+  ensurePackDir,
+  isPackName,
+  listPacks,
+  removeView,
+  type PackInfo,
+} from '../store/packdir.js';
 import { fault, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
@@ -24,7 +31,12 @@ import { forcedThreads } from '../repack/pool.js';
 import { autoCheck, type AutoCheck } from './repack-auto.js';
 import { recordProven, runTargets, selectPacks, type Selection } from './repack-select.js';
 import { verifyPack } from './verify.js';
-import { checkWithGitFsck, startChangedCheck, type ChangedCheck, type WrittenPartition } from './repack-check.js';
+import {
+  checkWithGitFsck,
+  startChangedCheck,
+  type ChangedCheck,
+  type WrittenPartition,
+} from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 import { bitmapSource, newPackBitmap, type BitmapContext } from './repack-bitmap.js';
 
@@ -106,7 +118,13 @@ const MAX_PROMISOR_BYTES = 64 << 20;
 /** An error of the file system, as Node throws them. */
 function isSystemError(e: unknown): e is NodeJS.ErrnoException {
   const err = e as NodeJS.ErrnoException;
-  return !(e instanceof GitError) && err !== null && typeof err === 'object' && typeof err.code === 'string' && typeof err.syscall === 'string';
+  return (
+    !(e instanceof GitError) &&
+    err !== null &&
+    typeof err === 'object' &&
+    typeof err.code === 'string' &&
+    typeof err.syscall === 'string'
+  );
 }
 
 /** The packs and loose objects a run starts from, opened. */
@@ -154,7 +172,9 @@ class RepackRun {
     this.packDir = join(repo.objectsDir, 'pack');
     this.result = emptyResult(opts);
     this.shared = sharedRepositoryOf(repo.config);
-    this.lock = opts.dryRun ? undefined : guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir, this.shared));
+    this.lock = opts.dryRun
+      ? undefined
+      : guardLock(acquireRepackLock(repo.commonDir, repo.objectsDir, this.shared));
     this.odb = new ObjectDatabase(repo.algo, [repo.objectsDir, ...repo.alternates]);
   }
 
@@ -163,7 +183,12 @@ class RepackRun {
     if (!opts.dryRun) this.recover();
     const sel = this.select();
     // Nothing new and nothing to merge: no pack is opened (issue 32: a run with nothing to do).
-    if (sel.parts.normal.length === 0 && sel.parts.promisor.length === 0 && sel.looseIds.length === 0) return this.result;
+    if (
+      sel.parts.normal.length === 0 &&
+      sel.parts.promisor.length === 0 &&
+      sel.looseIds.length === 0
+    )
+      return this.result;
     const src = this.openSources(sel);
     const written = await this.writePartitions(src);
     if (opts.dryRun) return this.result;
@@ -173,17 +198,40 @@ class RepackRun {
     const toInstall = written.filter((x) => !existsSync(join(this.packDir, x.final + '.idx')));
     const midxBitmap = this.carryBitmaps(src, written, toInstall);
     const removing = new Set<string>();
-    for (const x of written) for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
+    for (const x of written)
+      for (const s of x.sources) if (s.name !== x.final) removing.add(s.base);
     fault('phase:proved');
-    if ((opts.fsck === 'full' || opts.fsck === 'connectivity') && (removing.size > 0 || toInstall.length > 0)) {
+    if (
+      (opts.fsck === 'full' || opts.fsck === 'connectivity') &&
+      (removing.size > 0 || toInstall.length > 0)
+    ) {
       this.where.step = 'checking the rewritten repository with git fsck';
       this.onProgress('checking with git fsck', 0, 1);
-      await checkWithGitFsck(repo, { mode: opts.fsck, toInstall, removing, opened: src.opened, looseIds: src.looseIds, scratchDirs: this.scratchDirs, warn: this.warn });
+      await checkWithGitFsck(repo, {
+        mode: opts.fsck,
+        toInstall,
+        removing,
+        opened: src.opened,
+        looseIds: src.looseIds,
+        scratchDirs: this.scratchDirs,
+        warn: this.warn,
+      });
       this.onProgress('checking with git fsck', 1, 1);
     }
     // The journal's provers: a pack not named by its checksum cannot be one (see `recoverJournal`).
     const retainedPacks = src.retainedPacks.filter((p) => isPackName(p.name));
-    const done = installAndRemove(repo, { lock: this.lock!, shared: this.shared, written, toInstall, removing, retainedPacks, opened: src.opened, warn: this.warn, where: this.where, midxBitmap });
+    const done = installAndRemove(repo, {
+      lock: this.lock!,
+      shared: this.shared,
+      written,
+      toInstall,
+      removing,
+      retainedPacks,
+      opened: src.opened,
+      warn: this.warn,
+      where: this.where,
+      midxBitmap,
+    });
     Object.assign(this.result, done);
     recordProven(repo, sel, this.result.partitions, this.shared, this.warn);
     return this.result;
@@ -195,7 +243,14 @@ class RepackRun {
     this.where.step = 'finishing an interrupted run';
     this.where.state = 'the repository is as the interrupted run left it';
     this.result.leftoversCleaned.push(
-      ...recoverJournal({ objectsDir: repo.objectsDir, algo: repo.algo, lock: this.lock!, warn: this.warn, shared: this.shared, rewriteMidx: (bitmap) => rewriteMidx(repo, bitmap, this.warn) }),
+      ...recoverJournal({
+        objectsDir: repo.objectsDir,
+        algo: repo.algo,
+        lock: this.lock!,
+        warn: this.warn,
+        shared: this.shared,
+        rewriteMidx: (bitmap) => rewriteMidx(repo, bitmap, this.warn),
+      }),
     );
     this.result.leftoversCleaned.push(...cleanLeftovers(repo.objectsDir));
     ensurePackDir(repo.objectsDir, this.shared);
@@ -210,10 +265,18 @@ class RepackRun {
     const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
     const infos = listPacks(repo.objectsDir);
     for (const k of keepNames) {
-      if (!infos.some((p) => p.name === k)) throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
+      if (!infos.some((p) => p.name === k))
+        throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
     }
     const looseIds = this.packableLoose(listLoose(repo.objectsDir, repo.algo));
-    return selectPacks(repo, infos, looseIds, { keepNames, all: opts.all === true, targets: runTargets(opts) }, this.result, this.warn);
+    return selectPacks(
+      repo,
+      infos,
+      looseIds,
+      { keepNames, all: opts.all === true, targets: runTargets(opts) },
+      this.result,
+      this.warn,
+    );
   }
 
   /** Every pack opened (the retained ones hold objects the new packs leave out), loose ids listed. */
@@ -225,7 +288,8 @@ class RepackRun {
       opened.set(pathKey(p.fsBase), pack);
       this.odb.addPack(pack);
     }
-    for (const alt of repo.alternates) for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
+    for (const alt of repo.alternates)
+      for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
     // The pack whose bitmap is carried over goes first: its objects keep their places in the new
     // pack (as a multi-pack-index's preferred pack), so its commit bitmaps are copied as they are.
     if (this.opts.writeBitmap !== false) {
@@ -235,17 +299,30 @@ class RepackRun {
       }
     }
     const retainedPacks = sel.retained.map((p) => opened.get(pathKey(p.fsBase))!);
-    const excluded = (id: Uint8Array, pos: number): boolean => retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
+    const excluded = (id: Uint8Array, pos: number): boolean =>
+      retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
     // The copy that stays must hash to its id before the rewritten one goes (issue 30).
     const proveExcluded = (id: Uint8Array, pos: number): CopyProof => {
       for (const p of retainedPacks) {
         const j = p.idx.find(id, pos);
         if (j >= 0) return provePackedCopy(p, j, this.odb, repo.algo);
       }
-      throw new GitError('internal', `excluded object ${toHex(id, pos, repo.algo.len)} is in no retained pack`);
+      throw new GitError(
+        'internal',
+        `excluded object ${toHex(id, pos, repo.algo.len)} is in no retained pack`,
+      );
     };
     fault('phase:listed');
-    return { parts: sel.parts, retainedPacks, opened, excluded, proveExcluded, looseIds: sel.looseIds, writeRev: sel.writeRev, retainedBitmap: sel.retained.find((p) => p.bitmap)?.base };
+    return {
+      parts: sel.parts,
+      retainedPacks,
+      opened,
+      excluded,
+      proveExcluded,
+      looseIds: sel.looseIds,
+      writeRev: sel.writeRev,
+      retainedBitmap: sel.retained.find((p) => p.bitmap)?.base,
+    };
   }
 
   /**
@@ -258,7 +335,9 @@ class RepackRun {
       const type = unknownLooseType(file);
       if (type === undefined) return true;
       this.result.looseLeft.push(file);
-      this.warn(`${file}: loose object of unknown type '${type}' left as it is (no pack can hold it)`);
+      this.warn(
+        `${file}: loose object of unknown type '${type}' left as it is (no pack can hold it)`,
+      );
       return false;
     });
   }
@@ -271,16 +350,40 @@ class RepackRun {
       const sources = src.parts[kind];
       const loose = kind === 'normal' ? src.looseIds : [];
       if (sources.length === 0 && loose.length === 0) continue;
-      if (sources.length >= 0xffff) throw new GitError('unsupported', `too many packs (${sources.length})`);
-      const tmp = { pack: tmpPath(this.packDir, 'pack'), idx: tmpPath(this.packDir, 'idx'), rev: tmpPath(this.packDir, 'rev') };
+      if (sources.length >= 0xffff)
+        throw new GitError('unsupported', `too many packs (${sources.length})`);
+      const tmp = {
+        pack: tmpPath(this.packDir, 'pack'),
+        idx: tmpPath(this.packDir, 'idx'),
+        rev: tmpPath(this.packDir, 'rev'),
+      };
       this.tmpFiles.push(tmp.pack, tmp.idx, tmp.rev);
       this.where.step = `writing the new pack ${tmp.pack}`;
       // One pack, nothing loose, and no file of it missing: it may already be the result.
-      const skipIfUnchanged = !opts.dryRun && sources.length === 1 && loose.length === 0 && (!src.writeRev || sources[0]!.rev);
+      const skipIfUnchanged =
+        !opts.dryRun &&
+        sources.length === 1 &&
+        loose.length === 0 &&
+        (!src.writeRev || sources[0]!.rev);
       let check: ChangedCheck | undefined;
-      const changedCheck = opts.fsck === 'changed' && !opts.dryRun ? (): ChangedCheck['dest'] => (this.checks.push((check = startChangedCheck(repo, this.scratchDirs))), check.dest) : undefined;
-      const { stats, written: w, unchanged } = await rewritePartition(
-        { kind, packs: sources.map((p) => src.opened.get(pathKey(p.fsBase))!), loose, looseDir: repo.objectsDir },
+      const changedCheck =
+        opts.fsck === 'changed' && !opts.dryRun
+          ? (): ChangedCheck['dest'] => (
+              this.checks.push((check = startChangedCheck(repo, this.scratchDirs))),
+              check.dest
+            )
+          : undefined;
+      const {
+        stats,
+        written: w,
+        unchanged,
+      } = await rewritePartition(
+        {
+          kind,
+          packs: sources.map((p) => src.opened.get(pathKey(p.fsBase))!),
+          loose,
+          looseDir: repo.objectsDir,
+        },
         {
           algo: repo.algo,
           levels: opts.levels,
@@ -301,7 +404,14 @@ class RepackRun {
           changedCheck,
         },
       );
-      const pr: PartitionResult = { kind, sourcePacks: sources.map((p) => p.name), looseObjects: loose.length, stats, newPack: undefined, unchanged: false };
+      const pr: PartitionResult = {
+        kind,
+        sourcePacks: sources.map((p) => p.name),
+        looseObjects: loose.length,
+        stats,
+        newPack: undefined,
+        unchanged: false,
+      };
       this.result.partitions.push(pr);
       if (unchanged === true) {
         pr.newPack = sources[0]!.name;
@@ -332,14 +442,25 @@ class RepackRun {
     const { repo, opts } = this;
     const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!)); // sources are `pack-<hash>`: their base is their key
     const checks: Promise<void>[] = [];
-    written.forEach((x, i) => x.check !== undefined && checks.push(x.check.finish(x.w.idxPath, sourcePacks[i]!, this.onProgress)));
+    written.forEach(
+      (x, i) =>
+        x.check !== undefined &&
+        checks.push(x.check.finish(x.w.idxPath, sourcePacks[i]!, this.onProgress)),
+    );
     // A failure is reported once the proof is done (or has failed first).
     for (const c of checks) c.catch(() => undefined);
     for (const [i, x] of written.entries()) {
       opts.signal?.throwIfAborted();
       // The sources' derived tables are no longer needed: give the memory back first.
       for (const p of src.opened.values()) p.dropCaches();
-      await proveWrittenPack(x.w, repo.algo, sourcePacks[i]!, x.loose, src.excluded, this.onProgress);
+      await proveWrittenPack(
+        x.w,
+        repo.algo,
+        sourcePacks[i]!,
+        x.loose,
+        src.excluded,
+        this.onProgress,
+      );
       if (x.kind === 'promisor') x.promisorTmp = this.writePromisorMarker(x);
     }
     if (checks.length > 0) {
@@ -352,16 +473,28 @@ class RepackRun {
    * The reachability bitmap of each new pack (repack-bitmap.ts), in a temporary file installed
    * with it; returns whether git must write a multi-pack-index bitmap instead for one of them.
    */
-  private carryBitmaps(src: Sources, written: WrittenPartition[], toInstall: WrittenPartition[]): boolean {
-    const c: BitmapContext = { algo: this.repo.algo, packDir: this.packDir, opened: src.opened, writeBitmap: this.opts.writeBitmap, retainedBitmap: src.retainedBitmap, tmpFiles: this.tmpFiles, onProgress: this.onProgress };
+  private carryBitmaps(
+    src: Sources,
+    written: WrittenPartition[],
+    toInstall: WrittenPartition[],
+  ): boolean {
+    const c: BitmapContext = {
+      algo: this.repo.algo,
+      packDir: this.packDir,
+      opened: src.opened,
+      writeBitmap: this.opts.writeBitmap,
+      retainedBitmap: src.retainedBitmap,
+      tmpFiles: this.tmpFiles,
+      onProgress: this.onProgress,
+    };
     let midx = false;
     for (const x of written) {
       this.where.step = `writing the bitmap of the new pack ${x.w.packPath}`;
       const r = newPackBitmap(x, toInstall.includes(x), c);
       if (r.warning !== undefined) this.warn(r.warning);
       const pr = this.result.partitions.find((p) => p.kind === x.kind)!;
-      if (r.kind === 'carried') (x.bitmapTmp = r.tmp), (pr.bitmap = 'carried');
-      else if (r.kind === 'midx') (pr.bitmap = 'midx'), (midx = true);
+      if (r.kind === 'carried') ((x.bitmapTmp = r.tmp), (pr.bitmap = 'carried'));
+      else if (r.kind === 'midx') ((pr.bitmap = 'midx'), (midx = true));
     }
     return midx;
   }
@@ -372,8 +505,10 @@ class RepackRun {
     for (const s of x.sources) {
       const f = s.base + '.promisor';
       const r = readSmallFile(f, MAX_PROMISOR_BYTES);
-      if (r !== undefined && 'why' in r) this.warn(`${f}: ${r.why}; its content is not carried over`);
-      else if (r !== undefined) for (const l of r.data.toString('utf8').split('\n')) if (l !== '') lines.add(l);
+      if (r !== undefined && 'why' in r)
+        this.warn(`${f}: ${r.why}; its content is not carried over`);
+      else if (r !== undefined)
+        for (const l of r.data.toString('utf8').split('\n')) if (l !== '') lines.add(l);
     }
     const tmp = tmpPath(this.packDir, 'promisor');
     this.tmpFiles.push(tmp);
@@ -385,9 +520,18 @@ class RepackRun {
   explain(e: unknown): unknown {
     if (!isSystemError(e)) return e;
     // A file of the repository (not one of ours) that is gone: someone else is removing files.
-    const vanished = e.code === 'ENOENT' && e.path !== undefined && e.path.startsWith(this.repo.objectsDir) && !basename(e.path).startsWith('tmp_');
-    const why = vanished ? ' (it vanished while we were reading it: is another git gc or git repack running?)' : '';
-    return new GitError('io', `${this.where.step}: ${e.message}${why}; ${this.where.state}`, { file: e.path, cause: e });
+    const vanished =
+      e.code === 'ENOENT' &&
+      e.path !== undefined &&
+      e.path.startsWith(this.repo.objectsDir) &&
+      !basename(e.path).startsWith('tmp_');
+    const why = vanished
+      ? ' (it vanished while we were reading it: is another git gc or git repack running?)'
+      : '';
+    return new GitError('io', `${this.where.step}: ${e.message}${why}; ${this.where.state}`, {
+      file: e.path,
+      cause: e,
+    });
   }
 
   /**
@@ -408,7 +552,13 @@ class RepackRun {
 function lockStays(e: unknown, lock: string): unknown {
   if (!(e instanceof GitError)) return e;
   const why = `${lock} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`;
-  return new GitError(e.code, `${e.message}\n${why}`, { file: e.file, offset: e.offset, objectId: e.objectId, detail: e.detail, cause: e.cause });
+  return new GitError(e.code, `${e.message}\n${why}`, {
+    file: e.file,
+    offset: e.offset,
+    objectId: e.objectId,
+    detail: e.detail,
+    cause: e.cause,
+  });
 }
 
 /**
@@ -428,7 +578,10 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
   } catch (e) {
     // As git gc --auto when another gc holds the repository: quietly nothing (gc.c, lock_repo_for_gc).
     if (auto === undefined || !(e instanceof GitError) || e.code !== 'locked') throw e;
-    return { ...emptyResult(opts), auto: { ...auto, run: false, reason: e.message.split('\n')[0]! } };
+    return {
+      ...emptyResult(opts),
+      auto: { ...auto, run: false, reason: e.message.split('\n')[0]! },
+    };
   }
   let result: RepackResult;
   try {
@@ -445,7 +598,12 @@ export async function repack(repo: Repository, opts: RepackOptions): Promise<Rep
 function emptyResult(opts: RepackOptions): RepackResult {
   return {
     dryRun: opts.dryRun,
-    levels: { commit: opts.levels[1], tree: opts.levels[2], blob: opts.levels[3], tag: opts.levels[4] },
+    levels: {
+      commit: opts.levels[1],
+      tree: opts.levels[2],
+      blob: opts.levels[3],
+      tag: opts.levels[4],
+    },
     partitions: [],
     keptPacks: [],
     provenPacks: [],

@@ -42,17 +42,32 @@ export interface ScheduleResult {
 }
 
 /** git's `get_schedule_cmd`: the command for `name`, and whether it is there, under GIT_TEST_MAINT_SCHEDULER. */
-function scheduleCmd(name: string, env: NodeJS.ProcessEnv): { cmd: string[]; mocked: boolean | undefined } {
+function scheduleCmd(
+  name: string,
+  env: NodeJS.ProcessEnv,
+): { cmd: string[]; mocked: boolean | undefined } {
   const testing = env.GIT_TEST_MAINT_SCHEDULER;
   if (testing === undefined) return { cmd: [name], mocked: undefined };
   for (const item of testing.split(',')) {
     const at = item.indexOf(':');
-    if (at > 0 && item.slice(0, at) === name) return { cmd: item.slice(at + 1).split(' ').filter((w) => w !== ''), mocked: true };
+    if (at > 0 && item.slice(0, at) === name)
+      return {
+        cmd: item
+          .slice(at + 1)
+          .split(' ')
+          .filter((w) => w !== ''),
+        mocked: true,
+      };
   }
   return { cmd: [name], mocked: false };
 }
 
-function run(cmd: string[], args: string[], env: NodeJS.ProcessEnv, input?: string): { status: number | null; stdout: string; stderr: string } {
+function run(
+  cmd: string[],
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  input?: string,
+): { status: number | null; stdout: string; stderr: string } {
   const r = spawnSync(cmd[0]!, [...cmd.slice(1), ...args], { env, encoding: 'utf8', input });
   return { status: r.error ? null : r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
@@ -70,7 +85,11 @@ function available(s: Scheduler, env: NodeJS.ProcessEnv): boolean {
 export function resolveScheduler(want: Scheduler | 'auto', env: NodeJS.ProcessEnv): Scheduler {
   if (want !== 'auto') {
     // git names the command it could not find: 'crontab' or 'systemctl'.
-    if (!available(want, env)) throw new GitError('unsupported', `${want === 'crontab' ? 'crontab' : 'systemctl'} scheduler is not available`);
+    if (!available(want, env))
+      throw new GitError(
+        'unsupported',
+        `${want === 'crontab' ? 'crontab' : 'systemctl'} scheduler is not available`,
+      );
     return want;
   }
   if (available('systemd-timer', env)) return 'systemd-timer';
@@ -80,7 +99,9 @@ export function resolveScheduler(want: Scheduler | 'auto', env: NodeJS.ProcessEn
 
 /** What the schedule runs: git's for-each-repo over maintenance.repo, with our command found on PATH. */
 export function scheduledCommand(ctx: ScheduleContext): string {
-  const path = [...ctx.path, '/usr/local/bin', '/usr/bin', '/bin'].filter((p, i, a) => a.indexOf(p) === i);
+  const path = [...ctx.path, '/usr/local/bin', '/usr/bin', '/bin'].filter(
+    (p, i, a) => a.indexOf(p) === i,
+  );
   return `PATH=${shellQuote(path.join(':'))} ${shellQuote(ctx.git)} for-each-repo --config=maintenance.repo repack-ts --auto --quiet`;
 }
 
@@ -92,7 +113,13 @@ function shellQuote(s: string): string {
 function minuteFor(crontab: string, env: NodeJS.ProcessEnv): number {
   const lines = crontab.split('\n');
   const at = lines.indexOf(GIT_BEGIN_LINE);
-  const theirs = at < 0 ? undefined : lines.slice(at + 1).map((l) => /^(\d+) /.exec(l)?.[1]).find((m) => m !== undefined);
+  const theirs =
+    at < 0
+      ? undefined
+      : lines
+          .slice(at + 1)
+          .map((l) => /^(\d+) /.exec(l)?.[1])
+          .find((m) => m !== undefined);
   if (theirs !== undefined) return (Number(theirs) + 30) % 60;
   // As git under its tests (get_random_minute): a fixed minute, here 43.
   return env.GIT_TEST_MAINT_SCHEDULER !== undefined ? 43 : Math.floor(Math.random() * 60);
@@ -110,7 +137,16 @@ export function editCrontab(crontab: string, line: string | undefined): string {
     else if (!inOld) out.push(l);
   }
   if (line !== undefined) {
-    out.push(BEGIN_LINE, '# The following schedule was created by git repack-ts.', '# Any edits made in this region might be', '# replaced in the future by a git repack-ts command.', '', line, '', END_LINE);
+    out.push(
+      BEGIN_LINE,
+      '# The following schedule was created by git repack-ts.',
+      '# Any edits made in this region might be',
+      '# replaced in the future by a git repack-ts command.',
+      '',
+      line,
+      '',
+      END_LINE,
+    );
   }
   return out.length === 0 ? '' : out.join('\n') + '\n';
 }
@@ -118,7 +154,11 @@ export function editCrontab(crontab: string, line: string | undefined): string {
 function updateCrontab(ctx: ScheduleContext, start: boolean): string | undefined {
   const { cmd } = scheduleCmd('crontab', ctx.env);
   const list = run(cmd, ['-l'], ctx.env);
-  if (list.status === null) throw new GitError('unsupported', "failed to run 'crontab -l'; your system might not support 'cron'");
+  if (list.status === null)
+    throw new GitError(
+      'unsupported',
+      "failed to run 'crontab -l'; your system might not support 'cron'",
+    );
   // An empty crontab exits 1 with "no crontab for <user>": git ignores that exit code too.
   const old = list.status === 0 ? list.stdout : '';
   const line = start ? `${minuteFor(old, ctx.env)} * * * * ${scheduledCommand(ctx)}` : undefined;
@@ -127,7 +167,11 @@ function updateCrontab(ctx: ScheduleContext, start: boolean): string | undefined
     const file = join(dir, 'crontab');
     writeFileSync(file, editCrontab(old, line));
     const r = run(cmd, [file], ctx.env);
-    if (r.status === null) throw new GitError('unsupported', "failed to run 'crontab'; your system might not support 'cron'");
+    if (r.status === null)
+      throw new GitError(
+        'unsupported',
+        "failed to run 'crontab'; your system might not support 'cron'",
+      );
     if (r.status !== 0) throw new GitError('io', `'crontab' died: ${r.stderr.trim()}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -137,7 +181,10 @@ function updateCrontab(ctx: ScheduleContext, start: boolean): string | undefined
 
 /** `$XDG_CONFIG_HOME/systemd/user` (or ~/.config), where git writes its units too. */
 function systemdDir(env: NodeJS.ProcessEnv): string {
-  const base = env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== '' ? env.XDG_CONFIG_HOME : join(env.HOME ?? homedir(), '.config');
+  const base =
+    env.XDG_CONFIG_HOME !== undefined && env.XDG_CONFIG_HOME !== ''
+      ? env.XDG_CONFIG_HOME
+      : join(env.HOME ?? homedir(), '.config');
   return join(base, 'systemd', 'user');
 }
 
@@ -145,9 +192,13 @@ function systemdDir(env: NodeJS.ProcessEnv): string {
  * The timer and its service. Unlike git's service, no MemoryDenyWriteExecute: node compiles
  * JavaScript to machine code, which that setting forbids.
  */
-function systemdUnits(ctx: ScheduleContext, minute: number): { timer: string; service: string; calendar: string } {
+function systemdUnits(
+  ctx: ScheduleContext,
+  minute: number,
+): { timer: string; service: string; calendar: string } {
   const calendar = `*-*-* *:${String(minute).padStart(2, '0')}:00`;
-  const head = '# This file was created and is maintained by git repack-ts.\n# Any edits made in this file might be replaced in the future\n# by a git repack-ts command.\n\n';
+  const head =
+    '# This file was created and is maintained by git repack-ts.\n# Any edits made in this file might be replaced in the future\n# by a git repack-ts command.\n\n';
   const timer = `${head}[Unit]\nDescription=Keep commits and trees of Git repositories stored for fast history walks\n\n[Timer]\nOnCalendar=${calendar}\nPersistent=true\n\n[Install]\nWantedBy=timers.target\n`;
   const service = `${head}[Unit]\nDescription=Keep commits and trees of Git repositories stored for fast history walks\n\n[Service]\nType=oneshot\nExecStart=/bin/sh -c ${JSON.stringify(scheduledCommand(ctx))}\nNoNewPrivileges=yes\n`;
   return { timer, service, calendar };
@@ -160,7 +211,11 @@ function updateSystemd(ctx: ScheduleContext, start: boolean): string | undefined
   const serviceFile = join(dir, `${UNIT}.service`);
   const systemctl = (args: string[]): void => {
     const r = run(cmd, ['--user', ...args], ctx.env);
-    if (r.status !== 0) throw new GitError('io', `failed to run systemctl --user ${args.join(' ')}${r.stderr ? `: ${r.stderr.trim()}` : ''}`);
+    if (r.status !== 0)
+      throw new GitError(
+        'io',
+        `failed to run systemctl --user ${args.join(' ')}${r.stderr ? `: ${r.stderr.trim()}` : ''}`,
+      );
   };
   if (!start) {
     // As git's stop: disable the timer (it may never have been enabled), then remove the files.
@@ -181,16 +236,27 @@ function unlinkQuiet(f: string): void {
   try {
     unlinkSync(f);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new GitError('io', `failed to delete '${f}': ${(e as Error).message}`, { file: f });
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
+      throw new GitError('io', `failed to delete '${f}': ${(e as Error).message}`, { file: f });
   }
 }
 
 /** Adds `repo` to the global maintenance.repo list unless some configuration lists it already. */
 export function registerRepository(repo: string, env: NodeJS.ProcessEnv): boolean {
-  const r = spawnSync('git', ['config', '--get-all', 'maintenance.repo'], { env, encoding: 'utf8' });
+  const r = spawnSync('git', ['config', '--get-all', 'maintenance.repo'], {
+    env,
+    encoding: 'utf8',
+  });
   if (r.stdout.split('\n').includes(repo)) return false;
-  const add = spawnSync('git', ['config', '--global', '--add', 'maintenance.repo', repo], { env, encoding: 'utf8' });
-  if (add.status !== 0) throw new GitError('io', `could not add ${repo} to maintenance.repo: ${(add.stderr ?? '').trim()}`);
+  const add = spawnSync('git', ['config', '--global', '--add', 'maintenance.repo', repo], {
+    env,
+    encoding: 'utf8',
+  });
+  if (add.status !== 0)
+    throw new GitError(
+      'io',
+      `could not add ${repo} to maintenance.repo: ${(add.stderr ?? '').trim()}`,
+    );
   return true;
 }
 
@@ -198,11 +264,19 @@ export function registerRepository(repo: string, env: NodeJS.ProcessEnv): boolea
  * Starts the schedule on `want` (removing it from the other scheduler first, as git's
  * `update_background_schedule`), or stops it: on `want`, or on every scheduler there is.
  */
-export function updateSchedule(action: 'start' | 'stop', want: Scheduler | 'auto', ctx: ScheduleContext): ScheduleResult {
-  const update = (s: Scheduler, start: boolean): string | undefined => (s === 'crontab' ? updateCrontab : updateSystemd)(ctx, start);
+export function updateSchedule(
+  action: 'start' | 'stop',
+  want: Scheduler | 'auto',
+  ctx: ScheduleContext,
+): ScheduleResult {
+  const update = (s: Scheduler, start: boolean): string | undefined =>
+    (s === 'crontab' ? updateCrontab : updateSystemd)(ctx, start);
   const all: Scheduler[] = ['crontab', 'systemd-timer'];
   if (action === 'stop') {
-    const from = want === 'auto' ? all.filter((s) => available(s, ctx.env)) : [resolveScheduler(want, ctx.env)];
+    const from =
+      want === 'auto'
+        ? all.filter((s) => available(s, ctx.env))
+        : [resolveScheduler(want, ctx.env)];
     for (const s of from) update(s, false);
     return { action, schedulers: from };
   }

@@ -4,11 +4,24 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import { OBJECT_HEADER_ROOM, objectHeader, putObjectHeader } from '../hash/algo.js';
 import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
 import { StackArena } from '../delta/arena.js';
-import { firstUnsortedId, idOffsetInFile, idxChecksumOk, offsetOffsetInFile } from '../format/idx.js';
+import {
+  firstUnsortedId,
+  idOffsetInFile,
+  idxChecksumOk,
+  offsetOffsetInFile,
+} from '../format/idx.js';
 import { parseRev } from '../format/rev.js';
 import { typeName } from '../format/object-type.js';
 import { Pack, SEQUENTIAL_CHUNK } from '../store/pack.js';
-import { BROKEN, EXTERNAL_PARENT, NO_PARENT, childrenOf, scanPack, type PackScan, type ScanProblem } from '../store/pack-scan.js';
+import {
+  BROKEN,
+  EXTERNAL_PARENT,
+  NO_PARENT,
+  childrenOf,
+  scanPack,
+  type PackScan,
+  type ScanProblem,
+} from '../store/pack-scan.js';
 import { MAX_DELTA_DEPTH } from '../store/odb.js';
 import { shownPath, type FsPath } from '../store/fs-path.js';
 
@@ -54,9 +67,22 @@ const H = OBJECT_HEADER_ROOM;
  * and idx, idx order and fanout, every entry's CRC32, every object re-hashed (deltas resolved base
  * first with an explicit stack), the `.rev` when present.
  */
-export async function verifyPack(packFile: FsPath, idxFile: FsPath, algo: HashAlgo, opts: VerifyOptions = {}): Promise<VerifyPackResult> {
+export async function verifyPack(
+  packFile: FsPath,
+  idxFile: FsPath,
+  algo: HashAlgo,
+  opts: VerifyOptions = {},
+): Promise<VerifyPackResult> {
   const packPath = shownPath(packFile);
-  const result: VerifyPackResult = { pack: packPath, ok: false, objects: 0, nonDelta: 0, chainLengths: [], problems: [], moreProblems: 0 };
+  const result: VerifyPackResult = {
+    pack: packPath,
+    ok: false,
+    objects: 0,
+    nonDelta: 0,
+    chainLengths: [],
+    problems: [],
+    moreProblems: 0,
+  };
   const problem = (p: ScanProblem): void => {
     if (result.problems.length < MAX_REPORTED) result.problems.push(p);
     else result.moreProblems++;
@@ -79,12 +105,22 @@ export async function verifyPack(packFile: FsPath, idxFile: FsPath, algo: HashAl
   return result;
 }
 
-async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackResult, problem: (p: ScanProblem) => void): Promise<void> {
+async function verifyOpened(
+  pack: Pack,
+  opts: VerifyOptions,
+  result: VerifyPackResult,
+  problem: (p: ScanProblem) => void,
+): Promise<void> {
   result.objects = pack.count;
   const offsetsOk = checkIndex(pack, problem);
   // The pack's own trailer.
   const sum = pack.checksumOk();
-  if (!sum.ok) problem({ file: pack.packPath, offset: pack.dataEnd, message: `pack checksum mismatch (trailer ${toHex(pack.idx.packChecksum)}, content hashes to ${toHex(sum.actual)})` });
+  if (!sum.ok)
+    problem({
+      file: pack.packPath,
+      offset: pack.dataEnd,
+      message: `pack checksum mismatch (trailer ${toHex(pack.idx.packChecksum)}, content hashes to ${toHex(sum.actual)})`,
+    });
   if (pack.revPath !== undefined) checkRev(pack, pack.revPath, problem);
   // Entries: headers, CRCs, bases (not when the idx cannot say where they are).
   if (!offsetsOk) return;
@@ -92,7 +128,12 @@ async function verifyOpened(pack: Pack, opts: VerifyOptions, result: VerifyPackR
   opts.onProgress?.('indexing objects', 0, n);
   let scan: PackScan;
   try {
-    scan = scanPack(pack, { checkCrc: true, lean: true, onProblem: problem, onProgress: (d) => opts.onProgress?.('indexing objects', d, n) });
+    scan = scanPack(pack, {
+      checkCrc: true,
+      lean: true,
+      onProblem: problem,
+      onProgress: (d) => opts.onProgress?.('indexing objects', d, n),
+    });
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
     problem({ file: e.file ?? pack.packPath, offset: e.offset ?? 0, message: e.detail });
@@ -124,25 +165,56 @@ function checkIndex(pack: Pack, problem: (p: ScanProblem) => void): boolean {
   const len = algo.len;
   if (pack.isZpack) {
     // A zstd pack: its index is the idx's raw bytes inside it; the file has a trailer of its own.
-    if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.packPath, offset: pack.dataEnd + idx.raw.length - len, message: 'index checksum mismatch' });
-    if (!pack.trailerOk()) problem({ file: pack.packPath, offset: pack.size - len, message: 'zstd pack trailer checksum mismatch' });
-  } else if (!idxChecksumOk(idx.raw, algo)) problem({ file: pack.idxPath, offset: idx.raw.length - len, message: 'index checksum mismatch' });
+    if (!idxChecksumOk(idx.raw, algo))
+      problem({
+        file: pack.packPath,
+        offset: pack.dataEnd + idx.raw.length - len,
+        message: 'index checksum mismatch',
+      });
+    if (!pack.trailerOk())
+      problem({
+        file: pack.packPath,
+        offset: pack.size - len,
+        message: 'zstd pack trailer checksum mismatch',
+      });
+  } else if (!idxChecksumOk(idx.raw, algo))
+    problem({
+      file: pack.idxPath,
+      offset: idx.raw.length - len,
+      message: 'index checksum mismatch',
+    });
   const unsorted = firstUnsortedId(idx);
-  if (unsorted >= 0) problem({ file: pack.idxPath, offset: idOffsetInFile(idx, unsorted), message: `object ids out of order at index position ${unsorted}` });
+  if (unsorted >= 0)
+    problem({
+      file: pack.idxPath,
+      offset: idOffsetInFile(idx, unsorted),
+      message: `object ids out of order at index position ${unsorted}`,
+    });
   for (let b = 0, i = 0; b < 256; b++) {
     while (i < n && idx.ids[i * len]! <= b) i++;
     if (idx.fanout[b] !== i) {
-      problem({ file: pack.idxPath, offset: (idx.version === 2 ? 8 : 0) + b * 4, message: `fanout entry ${b} does not match the ids` });
+      problem({
+        file: pack.idxPath,
+        offset: (idx.version === 2 ? 8 : 0) + b * 4,
+        message: `fanout entry ${b} does not match the ids`,
+      });
       break;
     }
   }
-  if (n === 0 && pack.dataEnd !== pack.dataStart) problem({ file: pack.packPath, offset: pack.dataStart, message: `pack declares no objects but has ${pack.dataEnd - pack.dataStart} bytes of data` });
+  if (n === 0 && pack.dataEnd !== pack.dataStart)
+    problem({
+      file: pack.packPath,
+      offset: pack.dataStart,
+      message: `pack declares no objects but has ${pack.dataEnd - pack.dataStart} bytes of data`,
+    });
   for (let i = 0; i < n; i++) {
     const off = pack.offsetAtRank(i);
     const outside = off < pack.dataStart || off >= pack.dataEnd;
     if (outside || (i > 0 && off === pack.offsetAtRank(i - 1))) {
       const j = pack.order[i]!;
-      const why = outside ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data` : `two index entries share pack offset ${off}`;
+      const why = outside
+        ? `offset ${off} of object ${toHex(idx.ids, j * len, len)} is outside the pack data`
+        : `two index entries share pack offset ${off}`;
       problem({ file: pack.idxPath, offset: offsetOffsetInFile(idx, j), message: why });
       return false;
     }
@@ -161,13 +233,26 @@ function checkRev(pack: Pack, revPath: string, problem: (p: ScanProblem) => void
     const want = pack.order;
     for (let i = 0; i < n; i++) {
       if (order[i] !== want[i]) {
-        problem({ file: revPath, offset: 12 + 4 * i, message: 'reverse index does not match pack order' });
+        problem({
+          file: revPath,
+          offset: 12 + 4 * i,
+          message: 'reverse index does not match pack order',
+        });
         break;
       }
     }
-    if (!idxChecksumOk(buf, algo)) problem({ file: revPath, offset: buf.length - len, message: 'reverse-index checksum mismatch' });
+    if (!idxChecksumOk(buf, algo))
+      problem({
+        file: revPath,
+        offset: buf.length - len,
+        message: 'reverse-index checksum mismatch',
+      });
     if (!buf.subarray(buf.length - 2 * len, buf.length - len).equals(idx.packChecksum)) {
-      problem({ file: revPath, offset: buf.length - 2 * len, message: 'reverse index belongs to another pack' });
+      problem({
+        file: revPath,
+        offset: buf.length - 2 * len,
+        message: 'reverse index belongs to another pack',
+      });
     }
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
@@ -220,7 +305,10 @@ class BaseFirstResolver {
 
   async resolveAll(): Promise<void> {
     const { pack, scan } = this;
-    const streamAbove = Math.min(this.opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD, STREAM_ABOVE);
+    const streamAbove = Math.min(
+      this.opts.bigFileThreshold ?? DEFAULT_BIG_FILE_THRESHOLD,
+      STREAM_ABOVE,
+    );
     for (let i = 0; i < pack.count; i++) {
       const root = pack.order[i]!;
       if (scan.parent[root] !== NO_PARENT) continue;
@@ -241,7 +329,13 @@ class BaseFirstResolver {
     const len = algo.len;
     if (id.compare(idx.ids, j * len, (j + 1) * len) !== 0) {
       const named = toHex(idx.ids, j * len, len);
-      this.problem({ file: this.pack.packPath, offset: idx.offsets[j]!, message: `object hashes to ${toHex(id)} but the index names it ${named}`, objectId: named, hashesTo: toHex(id) });
+      this.problem({
+        file: this.pack.packPath,
+        offset: idx.offsets[j]!,
+        message: `object hashes to ${toHex(id)} but the index names it ${named}`,
+        objectId: named,
+        hashesTo: toHex(id),
+      });
     }
   }
 
@@ -254,7 +348,11 @@ class BaseFirstResolver {
       this.idMismatch(root, h.digest());
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
-      this.problem({ file: pack.packPath, offset: e.offset ?? pack.idx.offsets[root]!, message: e.detail });
+      this.problem({
+        file: pack.packPath,
+        offset: e.offset ?? pack.idx.offsets[root]!,
+        message: e.detail,
+      });
     }
   }
 
@@ -269,11 +367,16 @@ class BaseFirstResolver {
     try {
       const off = pack.idx.offsets[j]!;
       const end = pack.end(j);
-      if (end - off > STREAM_ABOVE) return pack.inflateChunked(off, end, () => undefined, into, realType);
+      if (end - off > STREAM_ABOVE)
+        return pack.inflateChunked(off, end, () => undefined, into, realType);
       return pack.inflate(pack.entry(j), realType, into);
     } catch (e) {
       if (!(e instanceof GitError)) throw e;
-      this.problem({ file: pack.packPath, offset: e.offset ?? pack.idx.offsets[j]!, message: e.detail });
+      this.problem({
+        file: pack.packPath,
+        offset: e.offset ?? pack.idx.offsets[j]!,
+        message: e.detail,
+      });
       return undefined;
     }
   }
@@ -308,20 +411,30 @@ class BaseFirstResolver {
       const c = this.list[f.next++]!;
       this.realType[c] = REACHED;
       if (stack.length > MAX_DELTA_DEPTH) {
-        this.problem({ file: this.pack.packPath, offset: this.pack.idx.offsets[c]!, message: `delta chain deeper than ${MAX_DELTA_DEPTH}` });
+        this.problem({
+          file: this.pack.packPath,
+          offset: this.pack.idx.offsets[c]!,
+          message: `delta chain deeper than ${MAX_DELTA_DEPTH}`,
+        });
         continue;
       }
       const child = this.applyChild(c, type, f.data);
       if (child === undefined) continue;
       this.depth[c] = stack.length;
-      if ((++this.resolved & 0x3fff) === 0) this.opts.onProgress?.('resolving deltas', this.resolved, this.deltas);
-      if (start[c + 1]! > start[c]!) stack.push({ j: c, data: child.data, next: start[c]!, mark: child.mark });
+      if ((++this.resolved & 0x3fff) === 0)
+        this.opts.onProgress?.('resolving deltas', this.resolved, this.deltas);
+      if (start[c + 1]! > start[c]!)
+        stack.push({ j: c, data: child.data, next: start[c]!, mark: child.mark });
       else arena.release(child.mark);
     }
   }
 
   /** Delta `c` applied to its base's data in the arena, and hashed; undefined (reported) when it cannot be. */
-  private applyChild(c: number, type: number, base: Buffer): { data: Buffer; mark: number } | undefined {
+  private applyChild(
+    c: number,
+    type: number,
+    base: Buffer,
+  ): { data: Buffer; mark: number } | undefined {
     const size = this.scan.size[c]!;
     if (this.deltaBuf.length <= size) this.deltaBuf = Buffer.allocUnsafeSlow(size + 1);
     const delta = this.load(c, type, this.deltaBuf);
@@ -334,7 +447,11 @@ class BaseFirstResolver {
       data = applyDelta(base, delta, Number.MAX_SAFE_INTEGER, block.subarray(H));
     } catch (e) {
       this.arena.release(mark);
-      this.problem({ file: this.pack.packPath, offset: this.pack.idx.offsets[c]!, message: (e as Error).message });
+      this.problem({
+        file: this.pack.packPath,
+        offset: this.pack.idx.offsets[c]!,
+        message: (e as Error).message,
+      });
       return undefined;
     }
     this.realType[c] = type;
@@ -349,14 +466,23 @@ class BaseFirstResolver {
       if (this.realType[j] !== 0) continue;
       const p = scan.parent[j]!;
       if (p === BROKEN) continue; // already reported by the scan
-      const why = p === EXTERNAL_PARENT ? `delta base ${toHex(scan.externalBase.get(j)!)} is not in this pack` : 'delta never resolved (its base chain is broken or forms a cycle)';
+      const why =
+        p === EXTERNAL_PARENT
+          ? `delta base ${toHex(scan.externalBase.get(j)!)} is not in this pack`
+          : 'delta never resolved (its base chain is broken or forms a cycle)';
       this.problem({ file: pack.packPath, offset: pack.idx.offsets[j]!, message: why });
     }
   }
 }
 
 /** verify-pack -v statistics and object lines (git's `show_pack_info`). */
-function showPackInfo(pack: Pack, scan: PackScan, r: { depth: Uint16Array; realType: Uint8Array }, opts: VerifyOptions, result: VerifyPackResult): void {
+function showPackInfo(
+  pack: Pack,
+  scan: PackScan,
+  r: { depth: Uint16Array; realType: Uint8Array },
+  opts: VerifyOptions,
+  result: VerifyPackResult,
+): void {
   const { idx } = pack;
   const n = pack.count;
   const len = pack.algo.len;

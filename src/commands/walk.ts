@@ -1,7 +1,13 @@
 import { GitError } from '../errors.js';
 import { fromHex, toHex, type HashAlgo } from '../hash/algo.js';
 import { OidTable } from '../hash/oid-table.js';
-import { TREE_ENTRY_GITLINK, TREE_ENTRY_TREE, forEachCommitLink, forEachTreeEntry, hexInto } from '../format/object-parse.js';
+import {
+  TREE_ENTRY_GITLINK,
+  TREE_ENTRY_TREE,
+  forEachCommitLink,
+  forEachTreeEntry,
+  hexInto,
+} from '../format/object-parse.js';
 import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE, typeFromName } from '../format/object-type.js';
 import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
@@ -106,7 +112,12 @@ export interface WalkOptions {
  * repository's promisor packs promise it (a partial clone: git would fetch it); any other is a
  * GitError (`missing-object`) worded as git's rev-list dies on it.
  */
-export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, opts: WalkOptions = {}): WalkResult {
+export function walkObjects(
+  odb: ObjectDatabase,
+  algo: HashAlgo,
+  refs: string,
+  opts: WalkOptions = {},
+): WalkResult {
   const t0 = performance.now();
   const len = algo.len;
   const seen = new OidTable(len, 1 << 16);
@@ -115,7 +126,15 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
   odb.indexForBulkLookups();
   const promised = new PromisedIds(odb, algo);
   const shallow = shallowIds(opts.shallow, algo);
-  const res: WalkResult = { commits: 0, trees: 0, blobs: 0, tags: 0, missing: 0, bytesRead: 0, ms: 0 };
+  const res: WalkResult = {
+    commits: 0,
+    trees: 0,
+    blobs: 0,
+    tags: 0,
+    missing: 0,
+    bytesRead: 0,
+    ms: 0,
+  };
   // The stack: numbers in `seen`, a hint each (type and bits above), and who named it.
   let stack = new Int32Array(1 << 12);
   let hints = new Uint8Array(1 << 12);
@@ -139,7 +158,8 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
   };
   // git's setup_revisions reads every ref before the walk: `bad object <ref>` for a missing one.
   for (const tip of refTips(refs, algo)) {
-    if (odb.locate(tip.id, 0) === undefined && !promised.has(tip.id)) throw new GitError('missing-object', `bad object ${tip.name}`, { objectId: toHex(tip.id) });
+    if (odb.locate(tip.id, 0) === undefined && !promised.has(tip.id))
+      throw new GitError('missing-object', `bad object ${tip.name}`, { objectId: toHex(tip.id) });
     push(tip.id, 0, 0);
   }
   const id = Buffer.alloc(len);
@@ -152,7 +172,8 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
     seen.id(cur).copy(id); // a view until the next insert: copied
     const where = odb.locate(id, 0);
     if (where === undefined) {
-      if ((hint & PROMISED) === 0 && !promised.has(id)) throw missingObject(id, hint, from[top]! >= 0 ? seen.id(from[top]!) : undefined);
+      if ((hint & PROMISED) === 0 && !promised.has(id))
+        throw missingObject(id, hint, from[top]! >= 0 ? seen.id(from[top]!) : undefined);
       res.missing++;
       continue;
     }
@@ -190,7 +211,10 @@ export function walkObjects(odb: ObjectDatabase, algo: HashAlgo, refs: string, o
         push(d, at, (kind === TREE_ENTRY_TREE ? OBJ_TREE : OBJ_BLOB) | named);
         recent.add(dv, at);
       });
-      if (bad >= 0) throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, { objectId: id.toString('hex') });
+      if (bad >= 0)
+        throw new GitError('bad-object', `malformed tree ${id.toString('hex')}`, {
+          objectId: id.toString('hex'),
+        });
     } else if (obj.type === OBJ_TAG) {
       res.tags++;
       const target = tagTarget(d, algo);
@@ -233,11 +257,18 @@ function missingObject(id: Buffer, hint: number, child: Buffer | undefined): Git
   const hex = id.toString('hex');
   const type = hint & TYPE_MASK;
   // handle_commit (a tag's object), process_tree, rev-list's finish_object, process_parents.
-  if ((hint & TAGGED) !== 0 || type === 0) return new GitError('missing-object', `bad object ${hex}`, { objectId: hex });
-  if (type === OBJ_TREE) return new GitError('missing-object', `bad tree object ${hex}`, { objectId: hex });
-  if (type === OBJ_BLOB) return new GitError('missing-object', `missing blob object '${hex}'`, { objectId: hex });
+  if ((hint & TAGGED) !== 0 || type === 0)
+    return new GitError('missing-object', `bad object ${hex}`, { objectId: hex });
+  if (type === OBJ_TREE)
+    return new GitError('missing-object', `bad tree object ${hex}`, { objectId: hex });
+  if (type === OBJ_BLOB)
+    return new GitError('missing-object', `missing blob object '${hex}'`, { objectId: hex });
   // git says `error: Could not read <parent>` first: the detail, which the CLI prints so.
-  return new GitError('missing-object', `Failed to traverse parents of commit ${child?.toString('hex') ?? hex}`, { objectId: hex, detail: `Could not read ${hex}` });
+  return new GitError(
+    'missing-object',
+    `Failed to traverse parents of commit ${child?.toString('hex') ?? hex}`,
+    { objectId: hex, detail: `Could not read ${hex}` },
+  );
 }
 
 /** The ids of a `shallow` file's lines, or undefined when there are none. */

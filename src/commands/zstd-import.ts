@@ -9,12 +9,27 @@ import { rewritePartition, type RewriteStats, type WrittenPack } from '../repack
 import { forcedThreads } from '../repack/pool.js';
 import type { Levels } from '../repack/levels.js';
 import { guardLock, removeOnSignal } from '../cleanup.js';
-import { fault, tmpPath, unlinkIfExists, withFaultPoints, writeFileDurable } from '../store/files.js';
+import {
+  fault,
+  tmpPath,
+  unlinkIfExists,
+  withFaultPoints,
+  writeFileDurable,
+} from '../store/files.js';
 import { runGitFsck, type FsckMode } from '../store/fsck.js';
 import { acquireRepackLock } from '../store/lock.js';
 import { ObjectDatabase } from '../store/odb.js';
 import { Pack } from '../store/pack.js';
-import { buildFsckView, cleanLeftovers, ensurePackDir, installPack, listPacks, makeViewDir, removeView, viewPack } from '../store/packdir.js';
+import {
+  buildFsckView,
+  cleanLeftovers,
+  ensurePackDir,
+  installPack,
+  listPacks,
+  makeViewDir,
+  removeView,
+  viewPack,
+} from '../store/packdir.js';
 import type { Repository } from '../store/repo.js';
 import { sharedRepositoryOf } from '../store/shared-perm.js';
 import { verifyPack } from './verify.js';
@@ -95,16 +110,33 @@ function openZpack(repo: Repository, file: string, limit: number): Pack {
  * before it is installed: the zpack's index names ids its content need not have, and the proof
  * compares ids only. A mismatch names the zpack's entry. (`git fsck` full hashes them itself.)
  */
-async function hashEveryObject(w: WrittenPack, z: Pack, file: string, algo: HashAlgo, limit: number, onProgress: ImportOptions['onProgress']): Promise<void> {
-  const v = await verifyPack(w.packPath, w.idxPath, algo, { bigFileThreshold: limit, onProgress: (phase, done, total) => onProgress?.(`hashing: ${phase}`, done, total) });
+async function hashEveryObject(
+  w: WrittenPack,
+  z: Pack,
+  file: string,
+  algo: HashAlgo,
+  limit: number,
+  onProgress: ImportOptions['onProgress'],
+): Promise<void> {
+  const v = await verifyPack(w.packPath, w.idxPath, algo, {
+    bigFileThreshold: limit,
+    onProgress: (phase, done, total) => onProgress?.(`hashing: ${phase}`, done, total),
+  });
   if (v.ok) return;
   const p = v.problems[0]!;
   if (p.objectId !== undefined) {
     const j = z.idx.find(Buffer.from(p.objectId, 'hex'), 0);
     const offset = j >= 0 ? z.idx.offsets[j]! : undefined;
-    throw new GitError('bad-object', `${file}: object ${p.objectId} at offset ${offset} hashes to ${p.hashesTo}; nothing was installed`, { file, offset, objectId: p.objectId, detail: `hashes to ${p.hashesTo}` });
+    throw new GitError(
+      'bad-object',
+      `${file}: object ${p.objectId} at offset ${offset} hashes to ${p.hashesTo}; nothing was installed`,
+      { file, offset, objectId: p.objectId, detail: `hashes to ${p.hashesTo}` },
+    );
   }
-  throw new GitError('verify-failed', `${file}: the pack made of it does not verify (${p.message} at offset ${p.offset}); nothing was installed`);
+  throw new GitError(
+    'verify-failed',
+    `${file}: the pack made of it does not verify (${p.message} at offset ${p.offset}); nothing was installed`,
+  );
 }
 
 /** One import: the repository locked, the zpack rewritten into temporary files, proven, hashed, checked, installed. */
@@ -137,7 +169,11 @@ class ImportRun {
       throw e;
     }
     fault('phase:start');
-    this.tmp = { pack: tmpPath(this.packDir, 'pack'), idx: tmpPath(this.packDir, 'idx'), rev: tmpPath(this.packDir, 'rev') };
+    this.tmp = {
+      pack: tmpPath(this.packDir, 'pack'),
+      idx: tmpPath(this.packDir, 'idx'),
+      rev: tmpPath(this.packDir, 'rev'),
+    };
     this.promisorTmp = tmpPath(this.packDir, 'promisor');
     this.odb.maxObjectSize = limit; // a delta's result as well
     this.odb.addPack(z);
@@ -147,7 +183,12 @@ class ImportRun {
   async write(): Promise<{ w: WrittenPack; stats: RewriteStats }> {
     const { repo, z, opts } = this;
     const { stats, written } = await rewritePartition(
-      { kind: z.zpack!.promisor ? 'promisor' : 'normal', packs: [z], loose: [], looseDir: repo.objectsDir },
+      {
+        kind: z.zpack!.promisor ? 'promisor' : 'normal',
+        packs: [z],
+        loose: [],
+        looseDir: repo.objectsDir,
+      },
       {
         algo: repo.algo,
         levels: opts.levels,
@@ -165,7 +206,8 @@ class ImportRun {
         streamAbove: Math.min(this.limit, STREAM_ABOVE),
       },
     );
-    if (written === undefined || written.count === 0) throw new GitError('usage', `${this.file} holds no objects`);
+    if (written === undefined || written.count === 0)
+      throw new GitError('usage', `${this.file} holds no objects`);
     fault('phase:written');
     await proveWrittenPack(written, repo.algo, [z], [], () => false, this.onProgress);
     fault('phase:proved');
@@ -177,28 +219,52 @@ class ImportRun {
     const { repo, opts } = this;
     const promisor = this.z.zpack!.promisor;
     // (git fsck, but for --connectivity-only, hashes every object itself: verify_pack)
-    if (opts.fsck === 'none' || opts.fsck === 'connectivity') await hashEveryObject(w, this.z, this.file, repo.algo, this.limit, this.onProgress);
+    if (opts.fsck === 'none' || opts.fsck === 'connectivity')
+      await hashEveryObject(w, this.z, this.file, repo.algo, this.limit, this.onProgress);
     fault('phase:hashed');
     opts.signal?.throwIfAborted();
     if (promisor) writeFileDurable(this.promisorTmp, Buffer.alloc(0), 0o444); // as git repack makes it: fopen'd, then its write bits taken away
     if (opts.fsck !== 'none') {
       this.viewDir = removeOnSignal(makeViewDir(repo.objectsDir));
       buildFsckView(repo.objectsDir, this.viewDir, [
-        { pack: w.packPath, idx: w.idxPath, rev: w.revPath, promisor: promisor ? this.promisorTmp : undefined, base: join(this.packDir, `pack-${hex}`) },
+        {
+          pack: w.packPath,
+          idx: w.idxPath,
+          rev: w.revPath,
+          promisor: promisor ? this.promisorTmp : undefined,
+          base: join(this.packDir, `pack-${hex}`),
+        },
         ...listPacks(repo.objectsDir).map(viewPack),
       ]);
       this.onProgress('checking with git fsck', 0, 1);
-      const f = await runGitFsck(repo.gitDir, this.viewDir, opts.fsck, repo.env, { assumePromisor: promisor });
-      if (!f.ok) throw new GitError('verify-failed', `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`);
+      const f = await runGitFsck(repo.gitDir, this.viewDir, opts.fsck, repo.env, {
+        assumePromisor: promisor,
+      });
+      if (!f.ok)
+        throw new GitError(
+          'verify-failed',
+          `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`,
+        );
       this.onProgress('checking with git fsck', 1, 1);
     }
     fault('phase:install');
-    installPack(this.packDir, hex, { pack: w.packPath, idx: w.idxPath, rev: w.revPath, promisor: promisor ? this.promisorTmp : undefined }, this.shared);
+    installPack(
+      this.packDir,
+      hex,
+      {
+        pack: w.packPath,
+        idx: w.idxPath,
+        rev: w.revPath,
+        promisor: promisor ? this.promisorTmp : undefined,
+      },
+      this.shared,
+    );
   }
 
   cleanup(): void {
     this.odb.close();
-    for (const f of [this.tmp.pack, this.tmp.idx, this.tmp.rev, this.promisorTmp]) unlinkIfExists(f);
+    for (const f of [this.tmp.pack, this.tmp.idx, this.tmp.rev, this.promisorTmp])
+      unlinkIfExists(f);
     if (this.viewDir !== undefined) removeView(this.viewDir);
     this.lock.release();
   }
@@ -211,7 +277,11 @@ class ImportRun {
  * result, then `.pack`, `.rev`, `.promisor`, `.idx`; then the zpack's refs (zstd-refs.ts).
  * Nothing is removed.
  */
-export async function importZpack(repo: Repository, file: string, opts: ImportOptions): Promise<ImportResult> {
+export async function importZpack(
+  repo: Repository,
+  file: string,
+  opts: ImportOptions,
+): Promise<ImportResult> {
   const limit = bigFileThreshold(repo);
   const z = openZpack(repo, file, limit);
   let run: ImportRun;
@@ -234,7 +304,15 @@ export async function importZpack(repo: Repository, file: string, opts: ImportOp
     } finally {
       odb.close();
     }
-    return { file, objects: w.count, newPack: `pack-${hex}`, promisor: z.zpack!.promisor, alreadyPresent, stats, ...refs };
+    return {
+      file,
+      objects: w.count,
+      newPack: `pack-${hex}`,
+      promisor: z.zpack!.promisor,
+      alreadyPresent,
+      stats,
+      ...refs,
+    };
   } finally {
     run.cleanup();
   }

@@ -66,7 +66,8 @@ function sampleKinds(packs: Pack[], skip: (kind: number) => boolean = () => fals
     });
     const { realType } = resolveChains(scan, p.order);
     const kind = new Int8Array(p.count);
-    for (let j = 0; j < p.count; j++) kind[j] = realType[j] === 0 ? -1 : kindOf(realType[j]!, scan.parent[j] !== NO_PARENT);
+    for (let j = 0; j < p.count; j++)
+      kind[j] = realType[j] === 0 ? -1 : kindOf(realType[j]!, scan.parent[j] !== NO_PARENT);
     return { kind, realType };
   });
   const count = new Array<number>(DICT_KINDS.length).fill(0);
@@ -97,8 +98,15 @@ function sampleOf(p: Pack, j: number, realType: number): Buffer {
     const { headerLen } = p.entryHead(off, end);
     const first = p.read(off + headerLen, STREAM_CHUNK);
     const room = Buffer.allocUnsafe(SAMPLE_BYTES + 1);
-    const r = threadInflater().inflatePieces([first], end - off - headerLen, room, SAMPLE_BYTES, () => undefined);
-    if (r.error === undefined) return Buffer.from(room.subarray(0, Math.min(r.produced, SAMPLE_BYTES)));
+    const r = threadInflater().inflatePieces(
+      [first],
+      end - off - headerLen,
+      room,
+      SAMPLE_BYTES,
+      () => undefined,
+    );
+    if (r.error === undefined)
+      return Buffer.from(room.subarray(0, Math.min(r.produced, SAMPLE_BYTES)));
   }
   return Buffer.from(p.inflate(p.entry(j), realType).subarray(0, SAMPLE_BYTES));
 }
@@ -114,17 +122,21 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
   if (why !== undefined) throw new GitError('unsupported', why);
   // Links resolved first: the directory as typed may lead into objects/pack (issue 30).
   const out = outsideRepositories(opts.out, [repo.objectsDir, ...repo.alternates]);
-  if (existsSync(out) && statSync(out).isDirectory()) throw new GitError('usage', `${opts.out} is a directory`);
+  if (existsSync(out) && statSync(out).isDirectory())
+    throw new GitError('usage', `${opts.out} is a directory`);
   const algo = repo.algo;
   const infos = listPacks(repo.objectsDir);
   const odb = new ObjectDatabase(algo, [repo.objectsDir, ...repo.alternates]);
   // Each step a point of the fault harness, as the rewrite's (a stop there, then a signal: issue 20).
   const onProgress = withFaultPoints(opts.onProgress);
-  const tmp = removeOnSignal(join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`));
+  const tmp = removeOnSignal(
+    join(dirname(out), `.${Math.random().toString(16).slice(2)}.zpack.tmp`),
+  );
   try {
     const packs = infos.map((i) => Pack.open(withExt(i.fsBase, '.pack'), algo));
     for (const p of packs) odb.addPack(p);
-    for (const alt of repo.alternates) for (const f of listPackFiles(alt)) odb.addPack(Pack.open(f, algo));
+    for (const alt of repo.alternates)
+      for (const f of listPackFiles(alt)) odb.addPack(Pack.open(f, algo));
     const dictionaries: ExportResult['dictionaries'] = [];
     const dicts: ZpackDict[] = [];
     if (opts.dictSize > 0) {
@@ -136,7 +148,12 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
         const d = trainDictionary(s, opts.dictSize, opts.dictMethod);
         if (d !== undefined) {
           dicts.push({ kind: k, data: d.dict });
-          dictionaries.push({ kind: DICT_KINDS[k]!, bytes: d.dict.length, method: d.method, samples: s.length });
+          dictionaries.push({
+            kind: DICT_KINDS[k]!,
+            bytes: d.dict.length,
+            method: d.method,
+            samples: s.length,
+          });
         }
         onProgress('training dictionaries', k + 1, DICT_KINDS.length);
       });
@@ -154,7 +171,13 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
         tmp: { pack: tmp, idx: tmp, rev: tmp },
         writeRev: false,
         threads: forcedThreads(repo.env),
-        zpack: { level: opts.level, plainTypes: opts.plainTypes, dicts, refs: listRefs(repo.gitDir, repo.env), promisor },
+        zpack: {
+          level: opts.level,
+          plainTypes: opts.plainTypes,
+          dicts,
+          refs: listRefs(repo.gitDir, repo.env),
+          promisor,
+        },
         onProgress,
         signal: opts.signal,
       },
@@ -163,12 +186,24 @@ export async function exportZpack(repo: Repository, opts: ExportOptions): Promis
     // Read the whole file back: every object re-hashed through the zstd reader.
     onProgress('verifying', 0, 1);
     const v = await verifyPack(tmp, tmp, algo);
-    if (!v.ok) throw new GitError('verify-failed', `the zstd pack does not verify: ${v.problems.map((p) => `${p.message} at offset ${p.offset}`).join('; ')}`);
+    if (!v.ok)
+      throw new GitError(
+        'verify-failed',
+        `the zstd pack does not verify: ${v.problems.map((p) => `${p.message} at offset ${p.offset}`).join('; ')}`,
+      );
     onProgress('verifying', 1, 1);
     renameSync(tmp, out);
     let sourceBytes = 0;
     for (const p of packs) sourceBytes += p.size;
-    return { path: out, objects: written.count, bytes: statSync(out).size, sourceBytes, level: opts.level, dictionaries, stats };
+    return {
+      path: out,
+      objects: written.count,
+      bytes: statSync(out).size,
+      sourceBytes,
+      level: opts.level,
+      dictionaries,
+      stats,
+    };
   } finally {
     odb.close();
     unlinkIfExists(tmp);

@@ -42,7 +42,15 @@ export function parseDeltaHeader(delta: Uint8Array): DeltaHeader {
  * ones natively. `applyDelta` passes plain Uint8Array views (a Buffer's `subarray` also builds a
  * FastBuffer), so these accesses stay monomorphic.
  */
-function copyBytes(src: Uint8Array, srcView: DataView, from: number, dst: Uint8Array, dstView: DataView, to: number, n: number): void {
+function copyBytes(
+  src: Uint8Array,
+  srcView: DataView,
+  from: number,
+  dst: Uint8Array,
+  dstView: DataView,
+  to: number,
+  n: number,
+): void {
   if (n <= 64) {
     let k = 0;
     for (; k + 4 <= n; k += 4) dstView.setUint32(to + k, srcView.getUint32(from + k, true), true);
@@ -56,11 +64,23 @@ function copyBytes(src: Uint8Array, srcView: DataView, from: number, dst: Uint8A
  * `maxSize` bounds the allocation of a hostile declared result size. The result goes into `into`
  * when it is given and large enough, else into a buffer of its own.
  */
-export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number.MAX_SAFE_INTEGER, into?: Buffer): Buffer {
+export function applyDelta(
+  base: Uint8Array,
+  delta: Uint8Array,
+  maxSize = Number.MAX_SAFE_INTEGER,
+  into?: Buffer,
+): Buffer {
   const { srcSize, dstSize, pos } = parseDeltaHeader(delta);
-  if (srcSize !== base.length) throw new DeltaError(`delta base size ${srcSize} does not match base object size ${base.length}`);
-  if (dstSize > maxSize) throw new DeltaError(`delta result size ${dstSize} exceeds limit ${maxSize}`);
-  const result = into !== undefined && into.length >= dstSize ? into.subarray(0, dstSize) : Buffer.allocUnsafe(dstSize);
+  if (srcSize !== base.length)
+    throw new DeltaError(
+      `delta base size ${srcSize} does not match base object size ${base.length}`,
+    );
+  if (dstSize > maxSize)
+    throw new DeltaError(`delta result size ${dstSize} exceeds limit ${maxSize}`);
+  const result =
+    into !== undefined && into.length >= dstSize
+      ? into.subarray(0, dstSize)
+      : Buffer.allocUnsafe(dstSize);
   const out = plain(result);
   const src = plain(base);
   const ins = plain(delta);
@@ -85,7 +105,9 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number
       if (size === 0) size = 0x10000;
       if (p > end) throw new DeltaError('delta copy instruction truncated');
       if (off + size > base.length || o + size > dstSize) {
-        throw new DeltaError(`delta copy out of range (offset ${off}, size ${size}, base ${base.length}, result ${dstSize})`);
+        throw new DeltaError(
+          `delta copy out of range (offset ${off}, size ${size}, base ${base.length}, result ${dstSize})`,
+        );
       }
       copyBytes(src, srcView, off, out, outView, o, size);
       o += size;
@@ -98,11 +120,14 @@ export function applyDelta(base: Uint8Array, delta: Uint8Array, maxSize = Number
       throw new DeltaError('unexpected delta opcode 0');
     }
   }
-  if (o !== dstSize) throw new DeltaError(`delta result size ${o} does not match declared ${dstSize}`);
+  if (o !== dstSize)
+    throw new DeltaError(`delta result size ${o} does not match declared ${dstSize}`);
   return result;
 }
 
 /** The same bytes as a plain Uint8Array (a Buffer is a subclass with a costlier `subarray`). */
 function plain(a: Uint8Array): Uint8Array {
-  return Object.getPrototypeOf(a) === Uint8Array.prototype ? a : new Uint8Array(a.buffer, a.byteOffset, a.length);
+  return Object.getPrototypeOf(a) === Uint8Array.prototype
+    ? a
+    : new Uint8Array(a.buffer, a.byteOffset, a.length);
 }

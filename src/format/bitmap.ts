@@ -50,10 +50,14 @@ const TWO31 = 2 ** 31;
  * The runs and literal words of a serialized EWAH (`ewah_each_bit`'s walk): `onRun(pos, words)`
  * for each run of 1-words, `onLiteral(pos, lo, hi)` for each literal word, positions in bits.
  */
-function walkEwah(ewah: Buffer, onRun: (pos: number, words: number) => void, onLiteral: (pos: number, lo: number, hi: number) => void): void {
+function walkEwah(
+  ewah: Buffer,
+  onRun: (pos: number, words: number) => void,
+  onLiteral: (pos: number, lo: number, hi: number) => void,
+): void {
   const words = ewah.readUInt32BE(4);
   let pos = 0;
-  for (let ptr = 0; ptr < words; ) {
+  for (let ptr = 0; ptr < words;) {
     const at = 8 + ptr * 8;
     const hi = ewah.readUInt32BE(at);
     const lo = ewah.readUInt32BE(at + 4);
@@ -62,20 +66,25 @@ function walkEwah(ewah: Buffer, onRun: (pos: number, words: number) => void, onL
     if ((lo & 1) !== 0 && run > 0) onRun(pos, run);
     pos += run * 64;
     ptr++;
-    for (let k = 0; k < literals; k++, ptr++, pos += 64) onLiteral(pos, ewah.readUInt32BE(8 + ptr * 8 + 4), ewah.readUInt32BE(8 + ptr * 8));
+    for (let k = 0; k < literals; k++, ptr++, pos += 64)
+      onLiteral(pos, ewah.readUInt32BE(8 + ptr * 8 + 4), ewah.readUInt32BE(8 + ptr * 8));
   }
 }
 
 function popcount32(x: number): number {
   x -= (x >>> 1) & 0x55555555;
   x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
-  return (Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24);
+  return Math.imul((x + (x >>> 4)) & 0x0f0f0f0f, 0x01010101) >>> 24;
 }
 
 /** The set bits of a (checked) EWAH, in increasing order. */
 export function ewahPositions(ewah: Buffer): Uint32Array {
   let n = 0;
-  walkEwah(ewah, (_p, w) => (n += w * 64), (_p, lo, hi) => (n += popcount32(lo) + popcount32(hi)));
+  walkEwah(
+    ewah,
+    (_p, w) => (n += w * 64),
+    (_p, lo, hi) => (n += popcount32(lo) + popcount32(hi)),
+  );
   const out = new Uint32Array(n);
   let k = 0;
   walkEwah(
@@ -96,7 +105,14 @@ export function ewahPositions(ewah: Buffer): Uint32Array {
  * `limit`, each run-length word's literals are within them, the stored RLW position is the last
  * run-length word, and no bit is set at or past `bits`. Returns where it ends.
  */
-function checkEwah(buf: Buffer, at: number, limit: number, bits: number, file: string, what: string): number {
+function checkEwah(
+  buf: Buffer,
+  at: number,
+  limit: number,
+  bits: number,
+  file: string,
+  what: string,
+): number {
   if (limit - at < 12) throw corrupt('bad-bitmap', file, at, `${what}: truncated`);
   const words = buf.readUInt32BE(at + 4);
   const end = at + 12 + words * 8;
@@ -104,14 +120,15 @@ function checkEwah(buf: Buffer, at: number, limit: number, bits: number, file: s
   let pos = 0;
   let lastRlw = 0;
   let top = -1;
-  for (let ptr = 0; ptr < words; ) {
+  for (let ptr = 0; ptr < words;) {
     const w = at + 8 + ptr * 8;
     const hi = buf.readUInt32BE(w);
     const lo = buf.readUInt32BE(w + 4);
     const run = (lo >>> 1) + (hi & 1) * TWO31;
     const literals = hi >>> 1;
     lastRlw = ptr++;
-    if (ptr + literals > words) throw corrupt('bad-bitmap', file, w, `${what}: ${literals} literal words past its end`);
+    if (ptr + literals > words)
+      throw corrupt('bad-bitmap', file, w, `${what}: ${literals} literal words past its end`);
     if ((lo & 1) !== 0 && run > 0) top = pos + run * 64 - 1;
     pos += run * 64;
     for (let k = 0; k < literals; k++, ptr++, pos += 64) {
@@ -121,8 +138,20 @@ function checkEwah(buf: Buffer, at: number, limit: number, bits: number, file: s
       else if (l !== 0) top = pos + 31 - Math.clz32(l);
     }
   }
-  if (buf.readUInt32BE(end - 4) !== lastRlw) throw corrupt('bad-bitmap', file, end - 4, `${what}: run-length word position ${buf.readUInt32BE(end - 4)} is not the last one (${lastRlw})`);
-  if (top >= bits) throw corrupt('bad-bitmap', file, at, `${what}: bit ${top} set, past the ${bits} objects of the pack`);
+  if (buf.readUInt32BE(end - 4) !== lastRlw)
+    throw corrupt(
+      'bad-bitmap',
+      file,
+      end - 4,
+      `${what}: run-length word position ${buf.readUInt32BE(end - 4)} is not the last one (${lastRlw})`,
+    );
+  if (top >= bits)
+    throw corrupt(
+      'bad-bitmap',
+      file,
+      at,
+      `${what}: bit ${top} set, past the ${bits} objects of the pack`,
+    );
   return end;
 }
 
@@ -133,20 +162,31 @@ function checkEwah(buf: Buffer, at: number, limit: number, bits: number, file: s
  */
 export function parseBitmap(buf: Buffer, count: number, algo: HashAlgo, file: string): PackBitmap {
   const headerLen = 12 + algo.len;
-  if (buf.length < headerLen + algo.len) throw corrupt('bad-bitmap', file, 0, 'bitmap file too small');
-  if (buf.readUInt32BE(0) !== BITMAP_SIGNATURE) throw corrupt('bad-bitmap', file, 0, 'bitmap file has a bad signature');
+  if (buf.length < headerLen + algo.len)
+    throw corrupt('bad-bitmap', file, 0, 'bitmap file too small');
+  if (buf.readUInt32BE(0) !== BITMAP_SIGNATURE)
+    throw corrupt('bad-bitmap', file, 0, 'bitmap file has a bad signature');
   const version = buf.readUInt16BE(4);
   if (version !== 1) throw corrupt('bad-bitmap', file, 4, `unsupported bitmap version ${version}`);
   const options = buf.readUInt16BE(6);
-  if ((options & BITMAP_OPT_FULL_DAG) === 0) throw corrupt('bad-bitmap', file, 6, 'bitmap without BITMAP_OPT_FULL_DAG');
-  if ((options & ~KNOWN_OPTIONS) !== 0) throw corrupt('bad-bitmap', file, 6, `unknown bitmap options 0x${options.toString(16)}`);
+  if ((options & BITMAP_OPT_FULL_DAG) === 0)
+    throw corrupt('bad-bitmap', file, 6, 'bitmap without BITMAP_OPT_FULL_DAG');
+  if ((options & ~KNOWN_OPTIONS) !== 0)
+    throw corrupt('bad-bitmap', file, 6, `unknown bitmap options 0x${options.toString(16)}`);
   const trailerAt = buf.length - algo.len;
-  if (!algo.digest(buf.subarray(0, trailerAt)).equals(buf.subarray(trailerAt))) throw corrupt('bad-bitmap', file, trailerAt, 'bitmap checksum mismatch');
+  if (!algo.digest(buf.subarray(0, trailerAt)).equals(buf.subarray(trailerAt)))
+    throw corrupt('bad-bitmap', file, trailerAt, 'bitmap checksum mismatch');
   const entryCount = buf.readUInt32BE(8);
   let end = trailerAt;
   const cacheLen = options & BITMAP_OPT_HASH_CACHE ? count * 4 : 0;
   const tableLen = options & BITMAP_OPT_LOOKUP_TABLE ? entryCount * TRIPLET : 0;
-  if (cacheLen + tableLen > end - headerLen) throw corrupt('bad-bitmap', file, headerLen, 'too short to fit its hash cache and lookup table');
+  if (cacheLen + tableLen > end - headerLen)
+    throw corrupt(
+      'bad-bitmap',
+      file,
+      headerLen,
+      'too short to fit its hash cache and lookup table',
+    );
   end -= cacheLen + tableLen;
   let at = headerLen;
   const types: Buffer[] = [];
@@ -156,17 +196,27 @@ export function parseBitmap(buf: Buffer, count: number, algo: HashAlgo, file: st
     at = e;
   }
   const { entries, starts, end: last } = parseEntries(buf, at, end, entryCount, count, file);
-  if (last !== end) throw corrupt('bad-bitmap', file, last, `${end - last} bytes after the last entry`);
+  if (last !== end)
+    throw corrupt('bad-bitmap', file, last, `${end - last} bytes after the last entry`);
   if (tableLen > 0) {
     const want = lookupTable(entries, starts);
-    if (!want.equals(buf.subarray(end, end + tableLen))) throw corrupt('bad-bitmap', file, end, 'lookup table does not match the entries');
+    if (!want.equals(buf.subarray(end, end + tableLen)))
+      throw corrupt('bad-bitmap', file, end, 'lookup table does not match the entries');
   }
-  const hashCache = cacheLen > 0 ? buf.subarray(end + tableLen, end + tableLen + cacheLen) : undefined;
+  const hashCache =
+    cacheLen > 0 ? buf.subarray(end + tableLen, end + tableLen + cacheLen) : undefined;
   return { options, packChecksum: buf.subarray(12, 12 + algo.len), types, entries, hashCache };
 }
 
 /** The entries (git's `load_bitmap_entries_v1`), with where each starts and where the last ends. */
-function parseEntries(buf: Buffer, at: number, end: number, n: number, count: number, file: string): { entries: BitmapEntry[]; starts: number[]; end: number } {
+function parseEntries(
+  buf: Buffer,
+  at: number,
+  end: number,
+  n: number,
+  count: number,
+  file: string,
+): { entries: BitmapEntry[]; starts: number[]; end: number } {
   const entries: BitmapEntry[] = [];
   const starts: number[] = [];
   const seen = new Set<number>();
@@ -176,10 +226,13 @@ function parseEntries(buf: Buffer, at: number, end: number, n: number, count: nu
     const commitPos = buf.readUInt32BE(at);
     const xorOffset = buf[at + 4]!;
     const flags = buf[at + 5]!;
-    if (commitPos >= count) throw corrupt('bad-bitmap', file, at, `commit index ${commitPos} out of range`);
-    if (seen.has(commitPos)) throw corrupt('bad-bitmap', file, at, `duplicate entry for commit index ${commitPos}`);
+    if (commitPos >= count)
+      throw corrupt('bad-bitmap', file, at, `commit index ${commitPos} out of range`);
+    if (seen.has(commitPos))
+      throw corrupt('bad-bitmap', file, at, `duplicate entry for commit index ${commitPos}`);
     seen.add(commitPos);
-    if (xorOffset > MAX_XOR_OFFSET || xorOffset > i) throw corrupt('bad-bitmap', file, at + 4, `XOR offset ${xorOffset} of entry ${i}`);
+    if (xorOffset > MAX_XOR_OFFSET || xorOffset > i)
+      throw corrupt('bad-bitmap', file, at + 4, `XOR offset ${xorOffset} of entry ${i}`);
     const e = checkEwah(buf, at + 6, end, count, file, `bitmap of entry ${i}`);
     entries.push({ commitPos, xorOffset, flags, ewah: buf.subarray(at + 6, e) });
     at = e;
@@ -190,7 +243,9 @@ function parseEntries(buf: Buffer, at: number, end: number, n: number, count: nu
 /** git's `write_lookup_table`: by commit position, each entry's offset and its XOR base's row. */
 function lookupTable(entries: BitmapEntry[], offsets: number[]): Buffer {
   const n = entries.length;
-  const table = Array.from({ length: n }, (_, i) => i).sort((a, b) => entries[a]!.commitPos - entries[b]!.commitPos);
+  const table = Array.from({ length: n }, (_, i) => i).sort(
+    (a, b) => entries[a]!.commitPos - entries[b]!.commitPos,
+  );
   const row = new Uint32Array(n);
   table.forEach((e, r) => (row[e] = r));
   const out = Buffer.alloc(n * TRIPLET);
@@ -225,7 +280,8 @@ export function encodeBitmap(b: PackBitmap, algo: HashAlgo): Buffer {
   }
   if (b.options & BITMAP_OPT_LOOKUP_TABLE) parts.push(lookupTable(b.entries, offsets));
   if (b.options & BITMAP_OPT_HASH_CACHE) {
-    if (b.hashCache === undefined) throw new Error('a bitmap with BITMAP_OPT_HASH_CACHE needs its hash cache');
+    if (b.hashCache === undefined)
+      throw new Error('a bitmap with BITMAP_OPT_HASH_CACHE needs its hash cache');
     parts.push(b.hashCache);
   }
   const body = Buffer.concat(parts);
@@ -354,7 +410,7 @@ const RLW_MAX_LITERALS = TWO31 - 1; // RLW_LARGEST_LITERAL_COUNT
 export function encodeEwah(positions: Uint32Array, style: 'set' | 'words'): Buffer {
   const w = new EwahWriter();
   let prev = -1;
-  for (let i = 0; i < positions.length; ) {
+  for (let i = 0; i < positions.length;) {
     const word = Math.floor(positions[i]! / 64);
     let lo = 0;
     let hi = 0;

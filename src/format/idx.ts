@@ -50,7 +50,12 @@ export class PackIndex {
 
   /** The sorted ids (read from the file again if `releaseIds` let them go). */
   get ids(): Buffer {
-    return (this.idsHeld ??= this.readAgain(8 + FANOUT_BYTES, this.count * this.algo.len, this.idsCrc, 'object ids'));
+    return (this.idsHeld ??= this.readAgain(
+      8 + FANOUT_BYTES,
+      this.count * this.algo.len,
+      this.idsCrc,
+      'object ids',
+    ));
   }
 
   /** The idx file as read (verify checks it whole); gone after `releaseIds`. */
@@ -94,7 +99,8 @@ export class PackIndex {
   private readAgain(at: number, len: number, want: number, what: string): Buffer {
     if (this.reload === undefined) throw new Error(`${this.file}: ${what} were never let go`);
     const out = this.reload(at, len);
-    if (crc32(out) !== want) throw corrupt('bad-idx', this.file, at, `${what} changed since the index was first read`);
+    if (crc32(out) !== want)
+      throw corrupt('bad-idx', this.file, at, `${what} changed since the index was first read`);
     return out;
   }
 
@@ -121,7 +127,12 @@ export class PackIndex {
 
   /** CRC32 of the entry at idx position `i` (idx v2 only). */
   crc(i: number): number {
-    this.crcs ??= this.readAgain(8 + FANOUT_BYTES + this.count * this.algo.len, 4 * this.count, this.crcsCrc, 'CRC32s');
+    this.crcs ??= this.readAgain(
+      8 + FANOUT_BYTES + this.count * this.algo.len,
+      4 * this.count,
+      this.crcsCrc,
+      'CRC32s',
+    );
     return this.crcs.readUInt32BE(this.crcAt + i * 4);
   }
 
@@ -141,14 +152,16 @@ export class PackIndex {
 /** Parses an `.idx` file held in memory (its size grows with the object count, not the pack). */
 export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   const len = algo.len;
-  if (buf.length < FANOUT_BYTES + 2 * len) throw corrupt('bad-idx', file, 0, 'index file too small');
+  if (buf.length < FANOUT_BYTES + 2 * len)
+    throw corrupt('bad-idx', file, 0, 'index file too small');
   const v2 = buf.readUInt32BE(0) === IDX_MAGIC;
   const fanoutAt = v2 ? 8 : 0;
   if (v2) {
     const version = buf.readUInt32BE(4);
     if (version !== 2) throw corrupt('bad-idx', file, 4, `index version ${version} unsupported`);
   }
-  if (buf.length < fanoutAt + FANOUT_BYTES + 2 * len) throw corrupt('bad-idx', file, 0, 'index file too small');
+  if (buf.length < fanoutAt + FANOUT_BYTES + 2 * len)
+    throw corrupt('bad-idx', file, 0, 'index file too small');
   const fanout = new Uint32Array(256);
   let prev = 0;
   for (let i = 0; i < 256; i++) {
@@ -166,7 +179,12 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
   // claim 2^32 objects).
   const minSize = v2 ? body + count * (len + 8) : body + count * (4 + len);
   if (v2 ? minSize > trailer : minSize !== trailer) {
-    throw corrupt('bad-idx', file, fanoutAt + 255 * 4, `index size ${buf.length} does not match the ${count} objects its fanout claims`);
+    throw corrupt(
+      'bad-idx',
+      file,
+      fanoutAt + 255 * 4,
+      `index size ${buf.length} does not match the ${count} objects its fanout claims`,
+    );
   }
   if (!v2) {
     const offsets = new Uint32Array(count);
@@ -177,7 +195,20 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
       offsets[i] = buf.readUInt32BE(at);
       buf.copy(ids, i * len, at + 4, at + rec);
     }
-    return new PackIndex(file, 1, algo, count, fanout, ids, offsets, buf, -1, packChecksum, idxChecksum, 0);
+    return new PackIndex(
+      file,
+      1,
+      algo,
+      count,
+      fanout,
+      ids,
+      offsets,
+      buf,
+      -1,
+      packChecksum,
+      idxChecksum,
+      0,
+    );
   }
 
   const idsAt = body;
@@ -193,7 +224,8 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
     const o = buf.readUInt32BE(off32At + i * 4);
     if (o & 0x80000000) {
       const k = o & 0x7fffffff;
-      if (k >= largeOffsets) throw corrupt('bad-idx', file, off32At + i * 4, 'large offset index out of range');
+      if (k >= largeOffsets)
+        throw corrupt('bad-idx', file, off32At + i * 4, 'large offset index out of range');
       const hi = buf.readUInt32BE(off64At + k * 8);
       const lo = buf.readUInt32BE(off64At + k * 8 + 4);
       if (hi >= 0x200000) throw corrupt('bad-idx', file, off64At + k * 8, 'offset beyond 2^53');
@@ -203,7 +235,20 @@ export function parseIdx(buf: Buffer, algo: HashAlgo, file: string): PackIndex {
     }
   }
   const ids = buf.subarray(idsAt, idsAt + count * len);
-  return new PackIndex(file, 2, algo, count, fanout, ids, offsets, buf, crcAt, packChecksum, idxChecksum, largeOffsets);
+  return new PackIndex(
+    file,
+    2,
+    algo,
+    count,
+    fanout,
+    ids,
+    offsets,
+    buf,
+    crcAt,
+    packChecksum,
+    idxChecksum,
+    largeOffsets,
+  );
 }
 
 /**
@@ -235,7 +280,9 @@ export function idOffsetInFile(idx: PackIndex, i: number): number {
 /** Where the offset of idx position `i` is stored in the file. */
 export function offsetOffsetInFile(idx: PackIndex, i: number): number {
   const len = idx.algo.len;
-  return idx.version === 2 ? 8 + FANOUT_BYTES + idx.count * (len + 4) + i * 4 : FANOUT_BYTES + i * (4 + len);
+  return idx.version === 2
+    ? 8 + FANOUT_BYTES + idx.count * (len + 4) + i * 4
+    : FANOUT_BYTES + i * (4 + len);
 }
 
 /** Checks the idx trailer hash over everything before it. */
@@ -272,7 +319,12 @@ function arraySource(e: SortedEntries, len: number): IdxSource {
 }
 
 /** Writes an idx v2 exactly as git's `write_idx_file` does (64-bit table past `off32Limit`). */
-export function encodeIdxV2(entries: SortedEntries | IdxSource, packChecksum: Uint8Array, algo: HashAlgo, off32Limit = DEFAULT_OFF32_LIMIT): Buffer {
+export function encodeIdxV2(
+  entries: SortedEntries | IdxSource,
+  packChecksum: Uint8Array,
+  algo: HashAlgo,
+  off32Limit = DEFAULT_OFF32_LIMIT,
+): Buffer {
   const parts: Buffer[] = [];
   emitIdxV2(entries, packChecksum, algo, (b) => parts.push(Buffer.from(b)), off32Limit);
   return Buffer.concat(parts);
@@ -285,7 +337,13 @@ const CHUNK_ENTRIES = 1 << 14;
  * The same bytes as `encodeIdxV2`, handed to `emit` in pieces of at most a few hundred KiB (each
  * valid only during the call), so that writing a large index needs no buffer of its size.
  */
-export function emitIdxV2(entries: SortedEntries | IdxSource, packChecksum: Uint8Array, algo: HashAlgo, emit: (chunk: Buffer) => void, off32Limit = DEFAULT_OFF32_LIMIT): void {
+export function emitIdxV2(
+  entries: SortedEntries | IdxSource,
+  packChecksum: Uint8Array,
+  algo: HashAlgo,
+  emit: (chunk: Buffer) => void,
+  off32Limit = DEFAULT_OFF32_LIMIT,
+): void {
   const len = algo.len;
   const e = 'ids' in entries ? arraySource(entries, len) : entries;
   const n = e.count;

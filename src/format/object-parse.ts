@@ -45,7 +45,10 @@ const GITLINK = Buffer.from('160000');
  * A commit's links, in order: `tree <hex>` then each `parent <hex>`; `visit` gets whether it is
  * the tree and where the hex starts. Stops at the first other header line, as git's parser does.
  */
-export function forEachCommitLink(d: Uint8Array, visit: (isTree: boolean, hexAt: number) => void): void {
+export function forEachCommitLink(
+  d: Uint8Array,
+  visit: (isTree: boolean, hexAt: number) => void,
+): void {
   let p = 0;
   while (p < d.length && d[p] !== 0x0a) {
     let end = p;
@@ -59,7 +62,7 @@ export function forEachCommitLink(d: Uint8Array, visit: (isTree: boolean, hexAt:
 
 /** The committer's timestamp (seconds since the epoch), 0 when the header has none. */
 export function committerTime(d: Uint8Array): number {
-  for (let p = 0; p < d.length && d[p] !== 0x0a; ) {
+  for (let p = 0; p < d.length && d[p] !== 0x0a;) {
     let end = p;
     while (end < d.length && d[end] !== 0x0a) end++;
     if (startsWith(d, p, COMMITTER_)) {
@@ -88,7 +91,11 @@ export const TREE_ENTRY_GITLINK = 2;
  * starts and the kind (TREE_ENTRY_*). Returns -1, or the offset of a malformed entry (the walk
  * stops there).
  */
-export function forEachTreeEntry(d: Uint8Array, len: number, visit: (nameStart: number, nameEnd: number, idAt: number, kind: number) => void): number {
+export function forEachTreeEntry(
+  d: Uint8Array,
+  len: number,
+  visit: (nameStart: number, nameEnd: number, idAt: number, kind: number) => void,
+): number {
   const n = d.length;
   let p = 0;
   while (p < n) {
@@ -98,7 +105,12 @@ export function forEachTreeEntry(d: Uint8Array, len: number, visit: (nameStart: 
     while (nul < n && d[nul] !== 0) nul++;
     if (sp >= n || nul >= n || nul + 1 + len > n) return p;
     const modeLen = sp - p;
-    const kind = modeLen === 5 && d[p] === 0x34 ? TREE_ENTRY_TREE : modeLen === 6 && startsWith(d, p, GITLINK) ? TREE_ENTRY_GITLINK : TREE_ENTRY_BLOB; // "40000", "160000"
+    const kind =
+      modeLen === 5 && d[p] === 0x34
+        ? TREE_ENTRY_TREE
+        : modeLen === 6 && startsWith(d, p, GITLINK)
+          ? TREE_ENTRY_GITLINK
+          : TREE_ENTRY_BLOB; // "40000", "160000"
     visit(sp + 1, nul, nul + 1, kind);
     p = nul + 1 + len;
   }

@@ -11,7 +11,16 @@ export const OBJ_REF_DELTA = 7;
 export type BaseType = typeof OBJ_COMMIT | typeof OBJ_TREE | typeof OBJ_BLOB | typeof OBJ_TAG;
 export type EntryType = BaseType | typeof OBJ_OFS_DELTA | typeof OBJ_REF_DELTA;
 
-export const TYPE_NAMES = ['', 'commit', 'tree', 'blob', 'tag', '', 'ofs-delta', 'ref-delta'] as const;
+export const TYPE_NAMES = [
+  '',
+  'commit',
+  'tree',
+  'blob',
+  'tag',
+  '',
+  'ofs-delta',
+  'ref-delta',
+] as const;
 export type TypeName = 'commit' | 'tree' | 'blob' | 'tag';
 
 export function typeName(t: number): string {
@@ -42,9 +51,22 @@ export function isBaseType(t: number): t is BaseType {
 }
 
 /** Refuses an object whose data does not hash to the id at `want[pos]` (naming the file and offset it came from). */
-export function checkObjectId(algo: HashAlgo, type: number, data: Uint8Array, want: Uint8Array, pos: number, file: string, offset: number): void {
+export function checkObjectId(
+  algo: HashAlgo,
+  type: number,
+  data: Uint8Array,
+  want: Uint8Array,
+  pos: number,
+  file: string,
+  offset: number,
+): void {
   const got = hashObjectBuffer(algo, typeName(type), data);
   if (got.compare(want, pos, pos + algo.len) !== 0) {
-    throw corrupt('bad-object', file, offset, `object hashes to ${toHex(got)}, expected ${toHex(want, pos, algo.len)}`);
+    throw corrupt(
+      'bad-object',
+      file,
+      offset,
+      `object hashes to ${toHex(got)}, expected ${toHex(want, pos, algo.len)}`,
+    );
   }
 }

@@ -15,7 +15,9 @@ import { MAX_ENTRY_HEADER, parseEntryHeader } from './pack.js';
 const d = workerData as WriterThreadData;
 const K = d.buffers;
 const ctl = new Int32Array(d.control);
-const views = Array.from({ length: K }, (_, k) => Buffer.from(d.ring, k * d.bufferSize, d.bufferSize));
+const views = Array.from({ length: K }, (_, k) =>
+  Buffer.from(d.ring, k * d.bufferSize, d.bufferSize),
+);
 const offs = d.offsets32 ? new Uint32Array(d.offsets) : new Float64Array(d.offsets);
 const order = new Uint32Array(d.order);
 const crcs = new Uint32Array(d.crcs);
@@ -30,7 +32,7 @@ function waitFull(k: number): boolean {
 }
 
 function readFull(buf: Buffer, len: number, at: number): void {
-  for (let done = 0; done < len; ) {
+  for (let done = 0; done < len;) {
     const n = readSync(d.fd, buf, done, len - done, at + done);
     if (n === 0) throw new Error(`unexpected end of file at offset ${at + done}`);
     done += n;
@@ -106,11 +108,14 @@ function readBack(n: number, dataEnd: number): string | undefined {
     return undefined;
   };
   // ... and each entry's bytes must have the CRC32 computed before they were written.
-  const check = (slot: number, crc: number, at: number): string | undefined => (crc !== crcs[slot] ? `entry does not read back as written at offset ${at}` : undefined);
-  for (let g = 0; g < dataEnd; ) {
+  const check = (slot: number, crc: number, at: number): string | undefined =>
+    crc !== crcs[slot] ? `entry does not read back as written at offset ${at}` : undefined;
+  for (let g = 0; g < dataEnd;) {
     const len = Math.min(buf.length, dataEnd - g);
     readFull(buf, len, g);
-    const problem = entries.feed(buf, g, len, n, dataEnd, check, (at, start, next) => parse(at, start, next, len));
+    const problem = entries.feed(buf, g, len, n, dataEnd, check, (at, start, next) =>
+      parse(at, start, next, len),
+    );
     if (problem !== undefined) return problem;
     g += len;
   }
@@ -134,7 +139,7 @@ async function run(): Promise<void> {
     entries.feed(view, g, len, begun, final ? g + len : Infinity, store);
     const chunk = view.subarray(0, len);
     hash.update(chunk);
-    for (let done = 0; done < len; ) done += writeSync(d.fd, chunk, done, len - done);
+    for (let done = 0; done < len;) done += writeSync(d.fd, chunk, done, len - done);
     g += len;
     Atomics.store(ctl, k, 0);
     Atomics.notify(ctl, k);
@@ -142,9 +147,11 @@ async function run(): Promise<void> {
     if (final) break;
   }
   const sum = hash.digest();
-  for (let done = 0; done < sum.length; ) done += writeSync(d.fd, sum, done, sum.length - done);
+  for (let done = 0; done < sum.length;) done += writeSync(d.fd, sum, done, sum.length - done);
   parentPort!.postMessage({ checksum: sum, entries: entries.k });
-  const synced = new Promise<void>((resolve, reject) => fsync(d.fd, (e) => (e ? reject(e) : resolve())));
+  const synced = new Promise<void>((resolve, reject) =>
+    fsync(d.fd, (e) => (e ? reject(e) : resolve())),
+  );
   synced.catch(() => {}); // awaited below, after the read-back
   parentPort!.postMessage({ readBack: readBack(entries.k, g) ?? null });
   await synced;
@@ -155,7 +162,12 @@ async function run(): Promise<void> {
 run().catch((e: unknown) => {
   const err = e as NodeJS.ErrnoException;
   // First the error itself, on the port the writing thread reads synchronously, then the flag.
-  d.errors.postMessage({ message: err.message, code: err.code, errno: err.errno, syscall: err.syscall });
+  d.errors.postMessage({
+    message: err.message,
+    code: err.code,
+    errno: err.errno,
+    syscall: err.syscall,
+  });
   Atomics.store(ctl, CTL.error(K), 1);
   for (let k = 0; k < K; k++) Atomics.notify(ctl, k);
   parentPort!.postMessage({ error: { message: err.message, code: err.code } });

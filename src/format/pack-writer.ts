@@ -1,5 +1,10 @@
 import { close, closeSync, fsync, fsyncSync, openSync, writeSync } from 'node:fs';
-import { MessageChannel, Worker, receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
+import {
+  MessageChannel,
+  Worker,
+  receiveMessageOnPort,
+  type MessagePort,
+} from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
 import type { Hash } from 'node:crypto';
 import type { HashAlgo } from '../hash/algo.js';
@@ -20,7 +25,14 @@ export interface PackSink {
    * Appends one entry: `header[0, headerLen)` then `data[start, end)` (ranges, so that a caller
    * writing a million entries makes no view of each).
    */
-  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen?: number, start?: number, end?: number): void;
+  writeEntry(
+    header: Buffer,
+    data: Buffer,
+    slot: number,
+    headerLen?: number,
+    start?: number,
+    end?: number,
+  ): void;
   /**
    * Appends more bytes to the entry `writeEntry` began last (slot `slot`): an entry too large to
    * hold is written a piece at a time (git's `write_reuse_object` copying in windows).
@@ -31,7 +43,14 @@ export interface PackSink {
    * data unchanged), whose CRC32s are known: `crcs[k]` for slot `slots[k]`. Each one's offset must
    * be in the caller's offsets table before (the threaded writer cuts entries by them).
    */
-  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void;
+  copyEntries(
+    data: Buffer,
+    start: number,
+    end: number,
+    slots: Uint32Array,
+    crcs: Uint32Array,
+    n: number,
+  ): void;
   /**
    * Appends the trailer; resolves with the checksum (the pack's name) once every byte is written
    * and every CRC32 is in `crcs`. `durable` resolves once the file is fsynced and closed;
@@ -130,7 +149,14 @@ export class PackFileWriter implements PackSink {
   }
 
   /** Appends one entry (header bytes, then compressed data). */
-  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen = header.length, start = 0, end = data.length): void {
+  writeEntry(
+    header: Buffer,
+    data: Buffer,
+    slot: number,
+    headerLen = header.length,
+    start = 0,
+    end = data.length,
+  ): void {
     const len = headerLen + end - start;
     if (len <= this.buf.length - this.used || (this.flush(), len <= this.buf.length)) {
       // Copied by range into the buffer and CRC'd there at once: no view of each part and one
@@ -151,7 +177,14 @@ export class PackFileWriter implements PackSink {
     this.crcs[slot] = data.length === 0 ? crc32(header) : crc32(data, crc32(header));
   }
 
-  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void {
+  copyEntries(
+    data: Buffer,
+    start: number,
+    end: number,
+    slots: Uint32Array,
+    crcs: Uint32Array,
+    n: number,
+  ): void {
     this.append(data.subarray(start, end));
     for (let k = 0; k < n; k++) this.crcs[slots[k]!] = crcs[k]!;
   }
@@ -246,7 +279,12 @@ interface ThreadError {
 /** The thread's error as the system error it was (code, syscall, path), for the same messages. */
 function systemError(m: ThreadError | undefined, path: string): Error {
   if (m === undefined) return new GitError('io', `cannot write ${path}`, { file: path });
-  return Object.assign(new Error(m.message), { code: m.code, errno: m.errno, syscall: m.syscall, path });
+  return Object.assign(new Error(m.message), {
+    code: m.code,
+    errno: m.errno,
+    syscall: m.syscall,
+    path,
+  });
 }
 
 /**
@@ -284,7 +322,8 @@ export class ThreadedPackWriter implements PackSink {
   ) {
     const K = ThreadedPackWriter.K;
     for (const t of [tables.offsets, tables.order, tables.crcs]) {
-      if (!(t.buffer instanceof SharedArrayBuffer)) throw new TypeError('ThreadedPackWriter needs tables in shared memory');
+      if (!(t.buffer instanceof SharedArrayBuffer))
+        throw new TypeError('ThreadedPackWriter needs tables in shared memory');
     }
     const control = new SharedArrayBuffer(4 * CTL.words(K));
     const ring = new SharedArrayBuffer(K * bufferSize);
@@ -309,7 +348,10 @@ export class ThreadedPackWriter implements PackSink {
       crcs: tables.crcs.buffer as SharedArrayBuffer,
       errors: channel.port2,
     };
-    this.worker = new Worker(new URL('./pack-writer-thread.js', import.meta.url), { workerData: data, transferList: [channel.port2] });
+    this.worker = new Worker(new URL('./pack-writer-thread.js', import.meta.url), {
+      workerData: data,
+      transferList: [channel.port2],
+    });
     let gotSum: (b: Buffer) => void;
     let gotDurable: () => void;
     let failed: (e: Error) => void;
@@ -338,26 +380,49 @@ export class ThreadedPackWriter implements PackSink {
       failedDurable(e);
       readBad(e);
     };
-    this.worker.on('message', (m: { checksum?: Uint8Array; durable?: boolean; readBack?: string | null }) => {
-      if (m.checksum !== undefined) gotSum(Buffer.from(m.checksum));
-      else if (m.readBack === null) readOk();
-      else if (m.readBack !== undefined) readBad(new GitError('verify-failed', `new pack ${path}: ${m.readBack}`, { file: path }));
-      else if (m.durable) gotDurable();
-    });
+    this.worker.on(
+      'message',
+      (m: { checksum?: Uint8Array; durable?: boolean; readBack?: string | null }) => {
+        if (m.checksum !== undefined) gotSum(Buffer.from(m.checksum));
+        else if (m.readBack === null) readOk();
+        else if (m.readBack !== undefined)
+          readBad(new GitError('verify-failed', `new pack ${path}: ${m.readBack}`, { file: path }));
+        else if (m.durable) gotDurable();
+      },
+    );
     this.worker.on('error', (e) => fail(e));
-    this.worker.on('exit', () => fail(this.threadError() ?? new GitError('io', `the thread writing ${path} stopped`, { file: path })));
+    this.worker.on('exit', () =>
+      fail(
+        this.threadError() ??
+          new GitError('io', `the thread writing ${path} stopped`, { file: path }),
+      ),
+    );
     const head = encodePackHeader(count);
     this.append(head, 0, head.length);
   }
 
-  writeEntry(header: Buffer, data: Buffer, _slot: number, headerLen = header.length, start = 0, end = data.length): void {
+  writeEntry(
+    header: Buffer,
+    data: Buffer,
+    _slot: number,
+    headerLen = header.length,
+    start = 0,
+    end = data.length,
+  ): void {
     this.begun++;
     this.append(header, 0, headerLen);
     this.append(data, start, end);
   }
 
   /** (The writing thread computes the CRC32s as for any entry.) */
-  copyEntries(data: Buffer, start: number, end: number, _slots: Uint32Array, _crcs: Uint32Array, n: number): void {
+  copyEntries(
+    data: Buffer,
+    start: number,
+    end: number,
+    _slots: Uint32Array,
+    _crcs: Uint32Array,
+    n: number,
+  ): void {
     this.begun += n;
     this.append(data, start, end);
   }

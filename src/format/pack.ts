@@ -18,7 +18,8 @@ export function parsePackHeader(buf: Uint8Array, file: string): PackHeader {
   const dv = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   if (dv.getUint32(0) !== PACK_SIGNATURE) throw corrupt('bad-pack', file, 0, 'bad pack signature');
   const version = dv.getUint32(4);
-  if (version !== 2 && version !== 3) throw corrupt('bad-pack', file, 4, `pack version ${version} unsupported`);
+  if (version !== 2 && version !== 3)
+    throw corrupt('bad-pack', file, 4, `pack version ${version} unsupported`);
   return { version, count: dv.getUint32(8) };
 }
 
@@ -78,11 +79,13 @@ export function parseEntryHeader(
     let d = c & 0x7f;
     while (c & 0x80) {
       if (p >= end) throw corrupt('bad-pack', file, fileOffset, 'delta base offset truncated');
-      if (d >= MAX_SAFE / 128 - 1) throw corrupt('bad-pack', file, fileOffset, 'delta base offset overflows');
+      if (d >= MAX_SAFE / 128 - 1)
+        throw corrupt('bad-pack', file, fileOffset, 'delta base offset overflows');
       c = buf[p++]!;
       d = (d + 1) * 128 + (c & 0x7f);
     }
-    if (d === 0 || d >= fileOffset) throw corrupt('bad-pack', file, fileOffset, 'delta base offset out of bound');
+    if (d === 0 || d >= fileOffset)
+      throw corrupt('bad-pack', file, fileOffset, 'delta base offset out of bound');
     baseDistance = d;
   } else if (type === OBJ_REF_DELTA) {
     if (p + hashLen > end) throw corrupt('bad-pack', file, fileOffset, 'delta base id truncated');
@@ -93,7 +96,12 @@ export function parseEntryHeader(
 }
 
 /** Type-and-size header (git's `encode_in_pack_object_header`). */
-export function encodeEntryHeader(type: number, size: number, out: Uint8Array, pos: number): number {
+export function encodeEntryHeader(
+  type: number,
+  size: number,
+  out: Uint8Array,
+  pos: number,
+): number {
   let p = pos;
   let c = (type << 4) | (size & 15);
   let rest = Math.floor(size / 16);

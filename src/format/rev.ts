@@ -11,12 +11,16 @@ export const REV_HEADER = 12;
 const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
 
 export function parseRev(buf: Buffer, count: number, algo: HashAlgo, file: string): Uint32Array {
-  if (buf.length < REV_HEADER || buf.readUInt32BE(0) !== RIDX_SIGNATURE) throw corrupt('bad-rev', file, 0, 'reverse-index file has bad signature');
+  if (buf.length < REV_HEADER || buf.readUInt32BE(0) !== RIDX_SIGNATURE)
+    throw corrupt('bad-rev', file, 0, 'reverse-index file has bad signature');
   const version = buf.readUInt32BE(4);
-  if (version !== 1) throw corrupt('bad-rev', file, 4, `reverse-index file has unsupported version ${version}`);
+  if (version !== 1)
+    throw corrupt('bad-rev', file, 4, `reverse-index file has unsupported version ${version}`);
   const hashId = buf.readUInt32BE(8);
-  if (hashId !== algo.revId) throw corrupt('bad-rev', file, 8, `reverse-index file has unsupported hash id ${hashId}`);
-  if (buf.length !== REV_HEADER + count * 4 + 2 * algo.len) throw corrupt('bad-rev', file, 0, 'reverse-index file is truncated or has the wrong size');
+  if (hashId !== algo.revId)
+    throw corrupt('bad-rev', file, 8, `reverse-index file has unsupported hash id ${hashId}`);
+  if (buf.length !== REV_HEADER + count * 4 + 2 * algo.len)
+    throw corrupt('bad-rev', file, 0, 'reverse-index file is truncated or has the wrong size');
   // Copied and byte-swapped whole (native), then checked: a readUInt32BE per entry ran cold on
   // small packs.
   const order = new Uint32Array(count);
@@ -24,7 +28,8 @@ export function parseRev(buf: Buffer, count: number, algo: HashAlgo, file: strin
   buf.copy(bytes, 0, REV_HEADER, REV_HEADER + count * 4);
   if (LITTLE_ENDIAN) bytes.swap32();
   for (let i = 0; i < count; i++) {
-    if (order[i]! >= count) throw corrupt('bad-rev', file, REV_HEADER + i * 4, 'reverse-index entry out of range');
+    if (order[i]! >= count)
+      throw corrupt('bad-rev', file, REV_HEADER + i * 4, 'reverse-index entry out of range');
   }
   return order;
 }

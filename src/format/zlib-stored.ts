@@ -27,7 +27,12 @@ export const BLOCK_FIXED = 3;
  * streams with fixed codes, and stores blocks it cannot shrink; those are that level's ordinary
  * output (BLOCK_OTHER).
  */
-export function firstBlockCode(flevel: number, first: number | undefined, dataLen = Infinity, size = 0): number {
+export function firstBlockCode(
+  flevel: number,
+  first: number | undefined,
+  dataLen = Infinity,
+  size = 0,
+): number {
   if (flevel !== 0 || first === undefined) return BLOCK_OTHER;
   const btype = (first >> 1) & 3;
   if (btype === 0) return dataLen >= storedZlibLength(size) ? BLOCK_STORED : BLOCK_OTHER;
@@ -62,7 +67,12 @@ export function adler32(data: Uint8Array): number {
  * is the Adler-32 of `data` when the caller already has it (the trailer of a zlib stream that
  * zlib has just inflated to `data`, and checked).
  */
-export function writeStoredZlib(data: Uint8Array, out: Uint8Array, pos: number, adler?: number): number {
+export function writeStoredZlib(
+  data: Uint8Array,
+  out: Uint8Array,
+  pos: number,
+  adler?: number,
+): number {
   let p = pos;
   out[p++] = 0x78;
   out[p++] = 0x01;
@@ -95,7 +105,14 @@ export function storedZlib(data: Uint8Array): Buffer {
 }
 
 /** Buffer's compare of two ranges, for any Uint8Array as `this` (no view of either range). */
-const compareRanges = Buffer.prototype.compare as (this: Uint8Array, target: Uint8Array, targetStart: number, targetEnd: number, sourceStart: number, sourceEnd: number) => number;
+const compareRanges = Buffer.prototype.compare as (
+  this: Uint8Array,
+  target: Uint8Array,
+  targetStart: number,
+  targetEnd: number,
+  sourceStart: number,
+  sourceEnd: number,
+) => number;
 
 /**
  * Inflates a stream made only of stored blocks and compares it with `plain` without zlib: the
@@ -104,13 +121,19 @@ const compareRanges = Buffer.prototype.compare as (this: Uint8Array, target: Uin
  * `adler`, when given, is the Adler-32 of `plain` as zlib checked it.
  */
 export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: number): boolean {
-  if (stream.length < 7 || stream[0] !== 0x78 || ((stream[0]! << 8) | stream[1]!) % 31 !== 0 || stream[1]! & 0x20) return false;
+  if (
+    stream.length < 7 ||
+    stream[0] !== 0x78 ||
+    ((stream[0]! << 8) | stream[1]!) % 31 !== 0 ||
+    stream[1]! & 0x20
+  )
+    return false;
   let p = 2;
   let i = 0;
   for (;;) {
     if (p + 5 > stream.length) return false;
     const head = stream[p]!;
-    if ((head >> 1) !== 0) return false; // BTYPE must be 00 (and no stray bits)
+    if (head >> 1 !== 0) return false; // BTYPE must be 00 (and no stray bits)
     const len = stream[p + 1]! | (stream[p + 2]! << 8);
     const nlen = stream[p + 3]! | (stream[p + 4]! << 8);
     if ((len ^ 0xffff) !== nlen) return false;
@@ -123,6 +146,7 @@ export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: 
     if (head & 1) break;
   }
   if (i !== plain.length || p + 4 !== stream.length) return false;
-  const ad = ((stream[p]! << 24) | (stream[p + 1]! << 16) | (stream[p + 2]! << 8) | stream[p + 3]!) >>> 0;
+  const ad =
+    ((stream[p]! << 24) | (stream[p + 1]! << 16) | (stream[p + 2]! << 8) | stream[p + 3]!) >>> 0;
   return ad === (adler ?? adler32(plain));
 }

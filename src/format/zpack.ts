@@ -70,12 +70,17 @@ export function encodeZpackHeader(h: Omit<ZpackHeader, 'dataStart' | 'version'>)
 }
 
 /** Parses the header region; `read(pos, len)` reads the file. Every length is checked against `size`. */
-export function parseZpackHeader(read: (pos: number, len: number) => Buffer, size: number, file: string): ZpackHeader {
+export function parseZpackHeader(
+  read: (pos: number, len: number) => Buffer,
+  size: number,
+  file: string,
+): ZpackHeader {
   if (size < FIXED) throw corrupt('bad-pack', file, 0, 'zstd pack header truncated');
   const fixed = read(0, FIXED);
   if (!isZpack(fixed)) throw corrupt('bad-pack', file, 0, 'bad zstd pack signature');
   const version = fixed.readUInt32BE(4);
-  if (version !== ZPACK_VERSION) throw corrupt('bad-pack', file, 4, `zstd pack version ${version} unsupported`);
+  if (version !== ZPACK_VERSION)
+    throw corrupt('bad-pack', file, 4, `zstd pack version ${version} unsupported`);
   const count = fixed.readUInt32BE(8);
   const algoId = fixed.readUInt8(12);
   const algo = algoId === 1 ? SHA1 : algoId === 2 ? SHA256 : undefined;
@@ -92,17 +97,38 @@ export function parseZpackHeader(read: (pos: number, len: number) => Buffer, siz
   for (let i = 0; i < ndicts; i++) {
     const kind = table.readUInt8(i * 8);
     const len = table.readUInt32BE(i * 8 + 4);
-    if (pos + len > size) throw corrupt('bad-pack', file, FIXED + i * 8 + 4, `dictionary of ${len} bytes runs past the end of the file`);
+    if (pos + len > size)
+      throw corrupt(
+        'bad-pack',
+        file,
+        FIXED + i * 8 + 4,
+        `dictionary of ${len} bytes runs past the end of the file`,
+      );
     dicts.push({ kind, data: read(pos, len) });
     pos += len;
   }
   if (pos + 4 > size) throw corrupt('bad-pack', file, pos, 'refs section truncated');
   const rlen = read(pos, 4).readUInt32BE(0);
   pos += 4;
-  if (pos + rlen > size) throw corrupt('bad-pack', file, pos - 4, `refs section of ${rlen} bytes runs past the end of the file`);
+  if (pos + rlen > size)
+    throw corrupt(
+      'bad-pack',
+      file,
+      pos - 4,
+      `refs section of ${rlen} bytes runs past the end of the file`,
+    );
   const refs = read(pos, rlen).toString('utf8');
   pos += rlen;
-  return { version, count, algo, promisor: (flags & ZPACK_FLAG_PROMISOR) !== 0, level, dicts, refs, dataStart: pos };
+  return {
+    version,
+    count,
+    algo,
+    promisor: (flags & ZPACK_FLAG_PROMISOR) !== 0,
+    level,
+    dicts,
+    refs,
+    dataStart: pos,
+  };
 }
 
 export function encodeZpackFooter(indexStart: number): Buffer {

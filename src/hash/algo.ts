@@ -15,7 +15,15 @@ export interface HashAlgo {
 }
 
 /** `crypto.hash` (Node 20.12+): one-shot, no Hash object per call; else createHash. */
-const oneShot = (crypto as unknown as { hash?: <E extends 'buffer' | 'hex'>(algo: string, data: Uint8Array, enc: E) => E extends 'hex' ? string : Buffer }).hash;
+const oneShot = (
+  crypto as unknown as {
+    hash?: <E extends 'buffer' | 'hex'>(
+      algo: string,
+      data: Uint8Array,
+      enc: E,
+    ) => E extends 'hex' ? string : Buffer;
+  }
+).hash;
 function digestWith(name: 'sha1' | 'sha256'): (data: Uint8Array) => Buffer {
   if (oneShot !== undefined) return (data) => oneShot(name, data, 'buffer');
   return (data) => createHash(name).update(data).digest();

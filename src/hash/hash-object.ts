@@ -45,7 +45,11 @@ export class ContentSizeError extends HashObjectError {
     super(
       'io',
       `Unable to hash ${label}`,
-      [actual < expected ? `short read while indexing ${label}` : `${label} grew while being indexed (more than ${expected} bytes)`],
+      [
+        actual < expected
+          ? `short read while indexing ${label}`
+          : `${label} grew while being indexed (more than ${expected} bytes)`,
+      ],
       { file: label },
     );
   }
@@ -75,7 +79,8 @@ export class ObjectHasher {
 
   /** The id; throws if fewer bytes than declared were seen. */
   digest(): Buffer {
-    if (this.received !== this.size) throw new ContentSizeError(this.size, this.received, this.label);
+    if (this.received !== this.size)
+      throw new ContentSizeError(this.size, this.received, this.label);
     return this.hash.digest();
   }
 }
@@ -163,7 +168,8 @@ export function readFdExact(fd: number, size: number, label: string): Buffer {
     if (n === 0) throw new ContentSizeError(size, pos, label);
     pos += n;
   }
-  if (readSync(fd, Buffer.allocUnsafe(1), 0, 1, pos) !== 0) throw new ContentSizeError(size, size + 1, label);
+  if (readSync(fd, Buffer.allocUnsafe(1), 0, 1, pos) !== 0)
+    throw new ContentSizeError(size, size + 1, label);
   return out;
 }
 
@@ -224,7 +230,11 @@ function checkCommit(buf: Uint8Array, algo: HashAlgo, table: ObjectTypeTable): v
   const fail = (...lines: string[]): never => {
     throw corruptObject('corrupt commit', lines);
   };
-  if (tail <= treeEntryLen + 1 || !startsWithAscii(buf, 0, tail, 'tree ') || buf[treeEntryLen] !== 0x0a) {
+  if (
+    tail <= treeEntryLen + 1 ||
+    !startsWithAscii(buf, 0, tail, 'tree ') ||
+    buf[treeEntryLen] !== 0x0a
+  ) {
     fail(`bogus commit object ${zero}`);
   }
   const tree = parseHexAt(buf, 5, tail, hexsz);
@@ -234,7 +244,11 @@ function checkCommit(buf: Uint8Array, algo: HashAlgo, table: ObjectTypeTable): v
   let p = treeEntryLen + 1;
   while (p + parentEntryLen < tail && startsWithAscii(buf, p, tail, 'parent ')) {
     const parent = parseHexAt(buf, p + 7, tail, hexsz);
-    if (tail <= p + parentEntryLen + 1 || parent === undefined || buf[p + parentEntryLen] !== 0x0a) {
+    if (
+      tail <= p + parentEntryLen + 1 ||
+      parent === undefined ||
+      buf[p + parentEntryLen] !== 0x0a
+    ) {
       fail(`bad parents in commit ${zero}`);
     }
     p += parentEntryLen + 1;
@@ -252,7 +266,9 @@ function checkTag(buf: Uint8Array, algo: HashAlgo, table: ObjectTypeTable): void
     throw corruptObject('corrupt tag', lines);
   };
   if (tail < hexsz + 24) fail();
-  const target = startsWithAscii(buf, 0, tail, 'object ') ? parseHexAt(buf, 7, tail, hexsz) : undefined;
+  const target = startsWithAscii(buf, 0, tail, 'object ')
+    ? parseHexAt(buf, 7, tail, hexsz)
+    : undefined;
   if (target === undefined || buf[7 + hexsz] !== 0x0a) fail();
   let p = 8 + hexsz;
   if (!startsWithAscii(buf, p, tail, 'type ')) fail();
@@ -311,7 +327,12 @@ function checkTree(buf: Uint8Array, algo: HashAlgo): void {
 }
 
 /** `index_mem`'s HASH_FORMAT_CHECK for `type` (blobs are not checked). */
-export function checkObjectFormat(type: string, content: Uint8Array, algo: HashAlgo, table: ObjectTypeTable): void {
+export function checkObjectFormat(
+  type: string,
+  content: Uint8Array,
+  algo: HashAlgo,
+  table: ObjectTypeTable,
+): void {
   if (type === 'commit') checkCommit(content, algo, table);
   else if (type === 'tree') checkTree(content, algo);
   else if (type === 'tag') checkTag(content, algo, table);

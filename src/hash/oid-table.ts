@@ -13,7 +13,10 @@ export class OidTable {
   private mask: number;
   private n = 0;
 
-  constructor(readonly len: number, expected = 1024) {
+  constructor(
+    readonly len: number,
+    expected = 1024,
+  ) {
     let cap = 16;
     while (cap < expected * 2) cap *= 2;
     this.slots = new Int32Array(cap).fill(-1);
@@ -40,7 +43,8 @@ export class OidTable {
     const ids = this.ids;
     const slots = this.slots;
     const mask = this.mask;
-    let s = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & mask;
+    let s =
+      ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & mask;
     for (;;) {
       const v = slots[s]!;
       if (v < 0) return -1;
@@ -57,7 +61,8 @@ export class OidTable {
     const len = this.len;
     const slots = this.slots;
     const mask = this.mask;
-    let s = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & mask;
+    let s =
+      ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & mask;
     for (;;) {
       const v = slots[s]!;
       if (v < 0) break;
@@ -142,7 +147,9 @@ export class OidRefTable {
   }
 
   lookup(buf: Uint8Array, pos: number): number {
-    let s = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & this.mask;
+    let s =
+      ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) &
+      this.mask;
     for (;;) {
       const v = this.slots[s]!;
       if (v < 0) return -1;
@@ -153,7 +160,9 @@ export class OidRefTable {
 
   /** Adds number `v` (whose id is at `pos` of `buf`) unless the id is present: then returns ~existing. */
   insert(v: number, buf: Uint8Array, pos: number): number {
-    let s = ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) & this.mask;
+    let s =
+      ((buf[pos]! << 24) | (buf[pos + 1]! << 16) | (buf[pos + 2]! << 8) | buf[pos + 3]!) &
+      this.mask;
     for (;;) {
       const w = this.slots[s]!;
       if (w < 0) break;

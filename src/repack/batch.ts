@@ -73,7 +73,18 @@ export interface BatchJob {
  * `spare` for the output; zstd dictionaries per entry when reading or writing zstd, and the
  * length limit when `auto` is in play.
  */
-export function emptyJob(m: number, buf: ArrayBuffer, spare: ArrayBuffer | undefined, o: { hashLen: number; files: { path: string; fd: number }[]; zstdIn: boolean; zstdOut: boolean; maxLen: boolean }): BatchJob {
+export function emptyJob(
+  m: number,
+  buf: ArrayBuffer,
+  spare: ArrayBuffer | undefined,
+  o: {
+    hashLen: number;
+    files: { path: string; fd: number }[];
+    zstdIn: boolean;
+    zstdOut: boolean;
+    maxLen: boolean;
+  },
+): BatchJob {
   return {
     buf,
     spare,
@@ -107,7 +118,12 @@ export function transferList(o: BatchJob | BatchResult): ArrayBuffer[] {
   const list: ArrayBuffer[] = [];
   for (const v of Object.values(o)) {
     // (a view of part of a buffer, such as Node's pool, is copied: the rest is not ours to move)
-    const b = v instanceof ArrayBuffer ? v : ArrayBuffer.isView(v) && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength ? v.buffer : undefined;
+    const b =
+      v instanceof ArrayBuffer
+        ? v
+        : ArrayBuffer.isView(v) && v.byteOffset === 0 && v.byteLength === v.buffer.byteLength
+          ? v.buffer
+          : undefined;
     if (b instanceof ArrayBuffer && !list.includes(b)) list.push(b);
   }
   return list;
@@ -132,12 +148,27 @@ let scratch = Buffer.allocUnsafeSlow(1 << 16);
  * or a zstd pack's encoding (lean frames carry no checksum: the entry's CRC32 in the zstd
  * pack's index is checked first).
  */
-function plainOf(job: BatchJob, i: number, size: number, raw: Buffer, data: Buffer, into?: Buffer): Buffer {
+function plainOf(
+  job: BatchJob,
+  i: number,
+  size: number,
+  raw: Buffer,
+  data: Buffer,
+  into?: Buffer,
+): Buffer {
   const sd = job.srcDict?.[i] ?? FROM_ZLIB;
-  if (sd === FROM_ZLIB) return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!, into);
-  if (crc32(raw) !== job.crc[i]) throw corrupt('bad-pack', fileOf(job, i), job.offset[i]!, 'entry does not match its CRC32 in the index');
+  if (sd === FROM_ZLIB)
+    return inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!, into);
+  if (crc32(raw) !== job.crc[i])
+    throw corrupt(
+      'bad-pack',
+      fileOf(job, i),
+      job.offset[i]!,
+      'entry does not match its CRC32 in the index',
+    );
   if (data.length === size) return data;
-  if (zstdIn === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
+  if (zstdIn === undefined)
+    throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
   return zstdIn.decompress(data, size, sd);
 }
 
@@ -169,7 +200,13 @@ export function runBatch(job: BatchJob): BatchResult {
     try {
       while (done < len) {
         const n = readSync(job.fds[file]!, src, at + done, len - done, start + done);
-        if (n === 0) return failAt(job.files[file] ?? '', start + done, 'unexpected end of pack file', 'bad-pack');
+        if (n === 0)
+          return failAt(
+            job.files[file] ?? '',
+            start + done,
+            'unexpected end of pack file',
+            'bad-pack',
+          );
         done += n;
       }
     } catch (e) {
@@ -196,7 +233,8 @@ export function runBatch(job: BatchJob): BatchResult {
     const data = raw.subarray(hl);
     try {
       const size = entrySize(src, rs, rs + hl);
-      if (size < 0) return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
+      if (size < 0)
+        return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
       sizes[i] = size;
       if (mode === COPY_STREAM || mode === REENCODE_STREAM) continue;
       if (mode === COPY_CRC) {
@@ -209,19 +247,27 @@ export function runBatch(job: BatchJob): BatchResult {
         inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
       } else if (mode === REENCODE && job.zstdOut) {
         const plain = plainOf(job, i, size, raw, data);
-        if (zstdOut === undefined) throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
+        if (zstdOut === undefined)
+          throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
         const dict = job.dstDict![i]!;
         // Level 0: stored plain (no frame), as the reader tells plain data by its length.
         let frame = job.level[i] === 0 ? plain : zstdOut.compress(plain, job.level[i]!, dict);
         // Plain when zstd does not make it smaller: the reader tells them apart by length.
         if (frame.length >= plain.length) frame = plain;
-        else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain)) return fail(job, i, 'entry re-encoded does not decompress to the same bytes', 'verify-failed');
+        else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain))
+          return fail(
+            job,
+            i,
+            'entry re-encoded does not decompress to the same bytes',
+            'verify-failed',
+          );
         others.push({ i, data: Buffer.from(frame) });
       } else if (mode === REENCODE) {
         const level = job.level[i]!;
         // Level 0 inflates into this thread's scratch buffer: the bytes are copied into the
         // result right away.
-        if (level === 0 && size + 1 > scratch.length) scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, scratch.length * 2));
+        if (level === 0 && size + 1 > scratch.length)
+          scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, scratch.length * 2));
         const plain = plainOf(job, i, size, raw, data, level === 0 ? scratch : undefined);
         // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
         // are inflated by our own checker, which needs no zlib engine per entry).
@@ -237,7 +283,13 @@ export function runBatch(job: BatchJob): BatchResult {
             out = grown;
           }
           const n = writeStoredZlib(plain, out, storedAt, adler);
-          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain, adler)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain, adler))
+            return fail(
+              job,
+              i,
+              'entry re-encoded does not inflate to the same bytes',
+              'verify-failed',
+            );
           // The old stream (which zlib has just inflated and checked) stays when it is as stored.
           if (fromZlib && sameEncoding(data, out.subarray(storedAt, storedAt + n), plain.length)) {
             kept[i] = 1;
@@ -247,7 +299,13 @@ export function runBatch(job: BatchJob): BatchResult {
           outLen[i] = n;
           storedAt += n;
         } else {
-          if (!inflateSync(again).equals(plain)) return fail(job, i, 'entry re-encoded does not inflate to the same bytes', 'verify-failed');
+          if (!inflateSync(again).equals(plain))
+            return fail(
+              job,
+              i,
+              'entry re-encoded does not inflate to the same bytes',
+              'verify-failed',
+            );
           if (fromZlib && sameEncoding(data, again, plain.length)) {
             kept[i] = 1;
             continue;
@@ -257,7 +315,12 @@ export function runBatch(job: BatchJob): BatchResult {
       }
     } catch (e) {
       const err = e as { message?: string; code?: string };
-      return fail(job, i, e instanceof GitError ? e.detail : (err.message ?? String(e)), err.code ?? 'bad-object');
+      return fail(
+        job,
+        i,
+        e instanceof GitError ? e.detail : (err.message ?? String(e)),
+        err.code ?? 'bad-object',
+      );
     }
   }
   if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);
@@ -306,5 +369,13 @@ function fail(job: BatchJob, i: number, message: string, code: string): BatchRes
 
 function failAt(file: string, offset: number, message: string, code: string): BatchResult {
   const empty = new Uint32Array(0);
-  return { buf: new ArrayBuffer(0), out: new ArrayBuffer(0), outStart: empty, outLen: empty, size: new Float64Array(0), kept: new Uint8Array(0), error: { file, offset, message, code } };
+  return {
+    buf: new ArrayBuffer(0),
+    out: new ArrayBuffer(0),
+    outStart: empty,
+    outLen: empty,
+    size: new Float64Array(0),
+    kept: new Uint8Array(0),
+    error: { file, offset, message, code },
+  };
 }

@@ -3,7 +3,12 @@ import { GitError, corrupt } from '../errors.js';
 import type { Hash } from 'node:crypto';
 import type { HashAlgo } from '../hash/algo.js';
 import { OBJ_BLOB, isBaseType } from '../format/object-type.js';
-import { MAX_ENTRY_HEADER, encodeEntryHeader, encodePackHeader, parseEntryHeader } from '../format/pack.js';
+import {
+  MAX_ENTRY_HEADER,
+  encodeEntryHeader,
+  encodePackHeader,
+  parseEntryHeader,
+} from '../format/pack.js';
 import type { Finished, PackSink } from '../format/pack-writer.js';
 import type { RewriteOutput } from './sink.js';
 
@@ -69,11 +74,25 @@ class ChangedTee implements PackSink {
     return this.inner.offset;
   }
 
-  writeEntry(header: Buffer, data: Buffer, slot: number, headerLen = header.length, start = 0, end = data.length): void {
+  writeEntry(
+    header: Buffer,
+    data: Buffer,
+    slot: number,
+    headerLen = header.length,
+    start = 0,
+    end = data.length,
+  ): void {
     this.inner.writeEntry(header, data, slot, headerLen, start, end);
     this.sending = this.sel[slot] !== 0;
     if (!this.sending) return;
-    const h = parseEntryHeader(header, 0, headerLen, this.algo.len, 'the new pack', this.inner.offset);
+    const h = parseEntryHeader(
+      header,
+      0,
+      headerLen,
+      this.algo.len,
+      'the new pack',
+      this.inner.offset,
+    );
     const whole = isBaseType(h.type);
     this.put(this.hdr, 0, encodeEntryHeader(whole ? h.type : OBJ_BLOB, h.size, this.hdr, 0));
     this.put(data, start, end);
@@ -82,8 +101,17 @@ class ChangedTee implements PackSink {
   }
 
   /** Entries copied unchanged are never sent: git's check is for what was written anew. */
-  copyEntries(data: Buffer, start: number, end: number, slots: Uint32Array, crcs: Uint32Array, n: number): void {
-    for (let k = 0; k < n; k++) if (this.sel[slots[k]!] !== 0) throw new Error(`entry ${slots[k]} is to be checked by git but was copied unchanged`);
+  copyEntries(
+    data: Buffer,
+    start: number,
+    end: number,
+    slots: Uint32Array,
+    crcs: Uint32Array,
+    n: number,
+  ): void {
+    for (let k = 0; k < n; k++)
+      if (this.sel[slots[k]!] !== 0)
+        throw new Error(`entry ${slots[k]} is to be checked by git but was copied unchanged`);
     this.sending = false;
     this.inner.copyEntries(data, start, end, slots, crcs, n);
   }
@@ -95,7 +123,8 @@ class ChangedTee implements PackSink {
 
   /** The trailer: every entry `sel` marked must have been sent. */
   end(): void {
-    if (this.sent !== this.count) throw new Error(`the pack of changed entries has ${this.sent} entries, not ${this.count}`);
+    if (this.sent !== this.count)
+      throw new Error(`the pack of changed entries has ${this.sent} entries, not ${this.count}`);
     this.handOn();
     this.dest.write(this.hash.digest());
   }
@@ -135,7 +164,12 @@ class ChangedTee implements PackSink {
  * as they are written (see ChangedTee): the trailer goes once the last entry is written, and
  * `dest.end` gets, by rank of the new index, the whole objects sent.
  */
-export function withChangedCheck(open: () => RewriteOutput, sel: Uint8Array, algo: HashAlgo, start: () => ChangedDestination): RewriteOutput {
+export function withChangedCheck(
+  open: () => RewriteOutput,
+  sel: Uint8Array,
+  algo: HashAlgo,
+  start: () => ChangedDestination,
+): RewriteOutput {
   const dest = start();
   let inner: RewriteOutput;
   try {
@@ -170,7 +204,12 @@ export function withChangedCheck(open: () => RewriteOutput, sel: Uint8Array, alg
  * position `cp.whole` marks must be found in git's index (`idxPath`), which must hold
  * `cp.count` objects. Returns what is wrong (the first object not found, as hex), or undefined.
  */
-export function wholeNotIndexed(idxPath: string, cp: ChangedPack, newIdxPath: string, algo: HashAlgo): string | undefined {
+export function wholeNotIndexed(
+  idxPath: string,
+  cp: ChangedPack,
+  newIdxPath: string,
+  algo: HashAlgo,
+): string | undefined {
   const len = algo.len;
   const theirs = new IdReader(idxPath, len);
   const ours = new IdReader(newIdxPath, len);
@@ -212,7 +251,8 @@ class IdReader {
   ) {
     this.fd = openSync(path, 'r');
     const head = readExactly(this.fd, path, 0, 8 + 1024);
-    if (head.readUInt32BE(0) !== 0xff744f63 || head.readUInt32BE(4) !== 2) throw corrupt('verify-failed', path, 0, 'not an index version 2');
+    if (head.readUInt32BE(0) !== 0xff744f63 || head.readUInt32BE(4) !== 2)
+      throw corrupt('verify-failed', path, 0, 'not an index version 2');
     this.count = head.readUInt32BE(8 + 1020);
     this.buf = Buffer.allocUnsafe(4096 * len);
   }
@@ -247,7 +287,7 @@ class IdReader {
 
 function readExactly(fd: number, path: string, at: number, bytes: number, into?: Buffer): Buffer {
   const buf: Buffer = (into ?? Buffer.allocUnsafe(bytes)).subarray(0, bytes);
-  for (let done = 0; done < bytes; ) {
+  for (let done = 0; done < bytes;) {
     const n = readSync(fd, buf, done, bytes - done, at + done);
     if (n === 0) throw new GitError('verify-failed', `${path}: ends before offset ${at + bytes}`);
     done += n;

@@ -1,6 +1,12 @@
 import { corrupt } from '../errors.js';
 import { isBaseType } from '../format/object-type.js';
-import { encodingFor, mayKeep, type EntryEncoding, type EntryStream, type Targets } from './encoding.js';
+import {
+  encodingFor,
+  mayKeep,
+  type EntryEncoding,
+  type EntryStream,
+  type Targets,
+} from './encoding.js';
 import { blockOf, flevelOf, headerLenOf, typeOf, type Plan } from './plan.js';
 
 /** What becomes of one pack entry: its type, its encoding (encoding.ts), and whether a re-encode may keep it. */
@@ -14,7 +20,13 @@ export type Decision = { type: number; mayKeep: boolean } & EntryEncoding;
  */
 export class EntryClassifier {
   private readonly stream: EntryStream = { flevel: 0, block: 0, dataLen: 0, size: 0 };
-  private readonly decision: Decision = { type: 0, mayKeep: false, level: 0, copy: false, maxLen: Infinity };
+  private readonly decision: Decision = {
+    type: 0,
+    mayKeep: false,
+    level: 0,
+    copy: false,
+    maxLen: Infinity,
+  };
 
   constructor(
     private readonly plan: Plan,
@@ -30,7 +42,13 @@ export class EntryClassifier {
     const j = plan.srcIdx[s]!;
     const b = plan.base[s]!;
     const type = b >= 0 ? this.outType[b]! : typeOf(plan, pi, j);
-    if (!isBaseType(type)) throw corrupt('bad-pack', plan.input.packs[pi]!.packPath, plan.input.packs[pi]!.idx.offsets[j]!, 'delta chain does not end in an object');
+    if (!isBaseType(type))
+      throw corrupt(
+        'bad-pack',
+        plan.input.packs[pi]!.packPath,
+        plan.input.packs[pi]!.idx.offsets[j]!,
+        'delta chain does not end in an object',
+      );
     this.outType[s] = type;
     stream.flevel = flevelOf(plan, pi, j);
     stream.block = blockOf(plan, pi, j);

@@ -33,7 +33,16 @@ export class CopyRun {
    * output offset `offset`: the header this rewrite writes (`hdr`, filled here: its type, size,
    * OFS_DELTA distance to `baseOffset`, or -1 for none) is byte for byte the one it has.
    */
-  static unchanged(hdr: Buffer, src: Buffer, start: number, headerLen: number, type: number, size: number, offset: number, baseOffset: number): boolean {
+  static unchanged(
+    hdr: Buffer,
+    src: Buffer,
+    start: number,
+    headerLen: number,
+    type: number,
+    size: number,
+    offset: number,
+    baseOffset: number,
+  ): boolean {
     const hl = writtenHeader(hdr, type, size, offset, baseOffset);
     if (hl !== headerLen) return false;
     for (let k = 0; k < hl; k++) if (hdr[k] !== src[start + k]) return false;
@@ -42,7 +51,8 @@ export class CopyRun {
 
   /** Adds the entry at `src[start, end)` for slot `slot`; a gap in `src` hands the run so far to `sink` first. */
   add(sink: PackSink, src: Buffer, start: number, end: number, slot: number, crc: number): void {
-    if (this.n > 0 && (src !== this.src || start !== this.end || this.n === this.slots.length)) this.flush(sink);
+    if (this.n > 0 && (src !== this.src || start !== this.end || this.n === this.slots.length))
+      this.flush(sink);
     if (this.n === 0) {
       this.src = src;
       this.start = start;
@@ -68,7 +78,13 @@ const EMPTY = Buffer.alloc(0);
  * The header an entry gets in the new pack at `offset` (git's write_object), into `hdr`; its
  * length. `baseOffset`: its base's offset there (an OFS_DELTA), or -1 for an object whole.
  */
-export function writtenHeader(hdr: Buffer, type: number, size: number, offset: number, baseOffset: number): number {
+export function writtenHeader(
+  hdr: Buffer,
+  type: number,
+  size: number,
+  offset: number,
+  baseOffset: number,
+): number {
   const hl = encodeEntryHeader(baseOffset >= 0 ? OBJ_OFS_DELTA : type, size, hdr, 0);
   return baseOffset >= 0 ? hl + encodeOfsDistance(offset - baseOffset, hdr, hl) : hl;
 }

@@ -31,7 +31,12 @@ const CHUNK = 1 << 20;
  * Hashes entry `j` of `pack` (resolving its delta chain through `odb`, as git's `unpack_entry`)
  * and compares it with its id in the pack's index (git's `check_object_signature`).
  */
-export function provePackedCopy(pack: Pack, j: number, odb: ObjectDatabase, algo: HashAlgo): CopyProof {
+export function provePackedCopy(
+  pack: Pack,
+  j: number,
+  odb: ObjectDatabase,
+  algo: HashAlgo,
+): CopyProof {
   const off = pack.idx.offsets[j]!;
   const proof = { file: pack.packPath, offset: off };
   try {
@@ -46,10 +51,16 @@ export function provePackedCopy(pack: Pack, j: number, odb: ObjectDatabase, algo
       got = h.digest();
     } else {
       const o = odb.readPacked(pack, off, true); // (hashed at once: the reused buffer will do)
-      got = algo.create().update(objectHeader(typeName(o.type), o.data.length)).update(o.data).digest();
+      got = algo
+        .create()
+        .update(objectHeader(typeName(o.type), o.data.length))
+        .update(o.data)
+        .digest();
     }
     const want = pack.idx.ids.subarray(j * algo.len, (j + 1) * algo.len);
-    return got.equals(want) ? { ok: true, ...proof } : { ok: false, ...proof, why: `hashes to ${toHex(got)}` };
+    return got.equals(want)
+      ? { ok: true, ...proof }
+      : { ok: false, ...proof, why: `hashes to ${toHex(got)}` };
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
     return { ok: false, ...proof, why: e.detail };
@@ -66,9 +77,15 @@ export function proveLooseCopy(objectsDir: string, id: Uint8Array, algo: HashAlg
     if (h.size > CHUNK) got = hashLooseChunked(file, h.len + h.size, algo);
     else {
       const o = readLooseFile(file);
-      got = algo.create().update(objectHeader(typeName(o.type), o.data.length)).update(o.data).digest();
+      got = algo
+        .create()
+        .update(objectHeader(typeName(o.type), o.data.length))
+        .update(o.data)
+        .digest();
     }
-    return got.equals(id) ? { ok: true, ...proof } : { ok: false, ...proof, why: `hashes to ${toHex(got)}` };
+    return got.equals(id)
+      ? { ok: true, ...proof }
+      : { ok: false, ...proof, why: `hashes to ${toHex(got)}` };
   } catch (e) {
     if (!(e instanceof GitError)) throw e;
     return { ok: false, ...proof, why: e.detail };
@@ -89,7 +106,15 @@ function hashLooseChunked(file: string, inflated: number, algo: HashAlgo): Buffe
       }
     };
     const h = algo.create();
-    inflatePiecesExact(pieces(), size, inflated, Buffer.allocUnsafe(CHUNK), (b) => h.update(b), file, 0);
+    inflatePiecesExact(
+      pieces(),
+      size,
+      inflated,
+      Buffer.allocUnsafe(CHUNK),
+      (b) => h.update(b),
+      file,
+      0,
+    );
     return h.digest();
   } finally {
     closeSync(fd);
@@ -97,7 +122,9 @@ function hashLooseChunked(file: string, inflated: number, algo: HashAlgo): Buffe
 }
 
 /** Every object of a pack hashed base first (`verify`), its problems listed: what `hashWholePack` gives. */
-export type WholePackHasher = (pack: Pack) => Promise<{ problems: ScanProblem[]; moreProblems: number }>;
+export type WholePackHasher = (
+  pack: Pack,
+) => Promise<{ problems: ScanProblem[]; moreProblems: number }>;
 
 /** A pack holding at least this many copies to prove, a quarter of its entries or more, is hashed whole. */
 const WHOLE_PACK_MIN = 256;
@@ -110,7 +137,15 @@ const WHOLE_PACK_MIN = 256;
  * without -d, every object held twice: 3.8 s of CPU and 127 MB, against 5.5 s and 312 MB one by
  * one; the rewrite without proofs 1.8 s and 76 MB).
  */
-export async function proveCopies(packs: Pack[], looseDir: string, loose: Buffer[], copies: number[], odb: ObjectDatabase, algo: HashAlgo, hashWhole?: WholePackHasher): Promise<CopyProof[]> {
+export async function proveCopies(
+  packs: Pack[],
+  looseDir: string,
+  loose: Buffer[],
+  copies: number[],
+  odb: ObjectDatabase,
+  algo: HashAlgo,
+  hashWhole?: WholePackHasher,
+): Promise<CopyProof[]> {
   const out = new Array<CopyProof>(copies.length / 2);
   const byPack = new Map<number, number[]>();
   for (let k = 0; k < out.length; k++) {
@@ -124,7 +159,10 @@ export async function proveCopies(packs: Pack[], looseDir: string, loose: Buffer
   }
   for (const [pi, ks] of byPack) {
     const pack = packs[pi]!;
-    const whole = hashWhole !== undefined && ks.length >= WHOLE_PACK_MIN && ks.length * 4 >= pack.count ? await hashedWhole(pack, hashWhole) : undefined;
+    const whole =
+      hashWhole !== undefined && ks.length >= WHOLE_PACK_MIN && ks.length * 4 >= pack.count
+        ? await hashedWhole(pack, hashWhole)
+        : undefined;
     for (const k of ks) {
       const j = copies[2 * k + 1]!;
       out[k] = whole?.(j) ?? provePackedCopy(pack, j, odb, algo);
@@ -134,20 +172,32 @@ export async function proveCopies(packs: Pack[], looseDir: string, loose: Buffer
 }
 
 /** Per entry of a pack hashed whole: its proof, or undefined when the pack had damage of another kind (each copy is then proven alone). */
-async function hashedWhole(pack: Pack, hashWhole: WholePackHasher): Promise<(j: number) => CopyProof | undefined> {
+async function hashedWhole(
+  pack: Pack,
+  hashWhole: WholePackHasher,
+): Promise<(j: number) => CopyProof | undefined> {
   const v = await hashWhole(pack);
-  if (v.moreProblems > 0 || v.problems.some((p) => p.hashesTo === undefined)) return () => undefined;
+  if (v.moreProblems > 0 || v.problems.some((p) => p.hashesTo === undefined))
+    return () => undefined;
   const wrong = new Map(v.problems.map((p) => [p.offset, p.hashesTo!]));
   return (j) => {
     const offset = pack.idx.offsets[j]!;
     const got = wrong.get(offset);
-    return got === undefined ? { ok: true, file: pack.packPath, offset } : { ok: false, file: pack.packPath, offset, why: `hashes to ${got}` };
+    return got === undefined
+      ? { ok: true, file: pack.packPath, offset }
+      : { ok: false, file: pack.packPath, offset, why: `hashes to ${got}` };
   };
 }
 
 /** git's `packed object <id> ... is corrupt` for an id none of whose copies hashes right: nothing is changed. */
 export function noGoodCopy(hex: string, proofs: CopyProof[]): GitError {
-  const each = proofs.map((p) => `${p.file} at offset ${p.offset} ${p.why ?? ''}`.trimEnd()).join('; ');
+  const each = proofs
+    .map((p) => `${p.file} at offset ${p.offset} ${p.why ?? ''}`.trimEnd())
+    .join('; ');
   const first = proofs[0]!;
-  return new GitError('bad-object', `object ${hex}: no copy of it hashes to its id (${each}); nothing was changed`, { file: first.file, offset: first.offset, objectId: hex, detail: 'no copy hashes to its id' });
+  return new GitError(
+    'bad-object',
+    `object ${hex}: no copy of it hashes to its id (${each}); nothing was changed`,
+    { file: first.file, offset: first.offset, objectId: hex, detail: 'no copy hashes to its id' },
+  );
 }

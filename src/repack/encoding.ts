@@ -1,4 +1,9 @@
-import { BLOCK_FIXED, BLOCK_NOT_ZLIB, BLOCK_STORED, storedZlibLength } from '../format/zlib-stored.js';
+import {
+  BLOCK_FIXED,
+  BLOCK_NOT_ZLIB,
+  BLOCK_STORED,
+  storedZlibLength,
+} from '../format/zlib-stored.js';
 import { FIXED_HUFFMAN, flevelOf, type Levels } from './levels.js';
 
 /**
@@ -36,7 +41,10 @@ export interface AutoRule {
  * for about two thirds of its walk speed-up; tree deltas and small commits are where an inflate
  * costs most per byte it saves.
  */
-export const DEFAULT_AUTO_RULE: Readonly<AutoRule> = Object.freeze({ smallBytes: 1024, maxRatio: 0.8 });
+export const DEFAULT_AUTO_RULE: Readonly<AutoRule> = Object.freeze({
+  smallBytes: 1024,
+  maxRatio: 0.8,
+});
 
 /**
  * Under `auto`, a stream already at the fallback level's FLEVEL is trusted to be what deflate at
@@ -87,14 +95,19 @@ export function autoEncoding(rule: AutoRule, fallback: number, s: EntryStream): 
   if (s.size < rule.smallBytes) return { level: 0, copy: hasLevel(0, s), maxLen: Infinity };
   const level = rule.fixed === true ? FIXED_HUFFMAN : fallback;
   const maxLen = rule.maxRatio * s.size;
-  const trusted = rule.fixed !== true && hasLevel(level, s) && s.dataLen <= maxLen * (1 - AUTO_TRUST_MARGIN);
+  const trusted =
+    rule.fixed !== true && hasLevel(level, s) && s.dataLen <= maxLen * (1 - AUTO_TRUST_MARGIN);
   return { level, copy: trusted, maxLen };
 }
 
 /** `auto` for an object that is compressed anew whatever it was (a loose object, a delta written whole). */
 export function autoDirect(rule: AutoRule, fallback: number, size: number): EntryEncoding {
   if (size < rule.smallBytes) return { level: 0, copy: false, maxLen: Infinity };
-  return { level: rule.fixed === true ? FIXED_HUFFMAN : fallback, copy: false, maxLen: rule.maxRatio * size };
+  return {
+    level: rule.fixed === true ? FIXED_HUFFMAN : fallback,
+    copy: false,
+    maxLen: rule.maxRatio * size,
+  };
 }
 
 /**
@@ -105,7 +118,8 @@ export function autoDirect(rule: AutoRule, fallback: number, size: number): Entr
 function encodingClass(z: Uint8Array, size: number): number {
   const flevel = z[1]! >> 6;
   const btype = (z[2]! >> 1) & 3;
-  const kind = btype === 0 && z.length >= storedZlibLength(size) ? 1 : flevel === 0 && btype === 1 ? 2 : 0;
+  const kind =
+    btype === 0 && z.length >= storedZlibLength(size) ? 1 : flevel === 0 && btype === 1 ? 2 : 0;
   return flevel * 4 + kind;
 }
 
@@ -133,7 +147,11 @@ export interface Targets {
 export function encodingFor(t: Targets, type: number, s: EntryStream): EntryEncoding {
   const l = t.levels[type as 1 | 2 | 3 | 4];
   const enc: EntryEncoding =
-    l === 'auto' ? autoEncoding(t.rule, t.fallback, s) : l === 'keep' ? { level: t.fallback, copy: s.block !== BLOCK_NOT_ZLIB, maxLen: Infinity } : { level: l, copy: hasLevel(l, s), maxLen: Infinity };
+    l === 'auto'
+      ? autoEncoding(t.rule, t.fallback, s)
+      : l === 'keep'
+        ? { level: t.fallback, copy: s.block !== BLOCK_NOT_ZLIB, maxLen: Infinity }
+        : { level: l, copy: hasLevel(l, s), maxLen: Infinity };
   if (t.zstd) {
     enc.copy = false;
     enc.maxLen = Infinity;
@@ -173,7 +191,8 @@ export function targetsKey(t: Omit<Targets, 'zstd'>): string {
 
 /** Does a pack proven at the targets `had` (a `targetsKey`) already have the targets `want`? */
 export function targetsCover(had: string, want: string): boolean {
-  const parse = (k: string): Map<string, string> => new Map(k.split(',').map((p) => p.split('=') as [string, string]));
+  const parse = (k: string): Map<string, string> =>
+    new Map(k.split(',').map((p) => p.split('=') as [string, string]));
   const h = parse(had);
   const w = parse(want);
   let auto = false;

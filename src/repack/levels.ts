@@ -30,7 +30,11 @@ export function parseLevelFlag(name: string, v: string): Level {
   if (v.trim() === 'auto') return 'auto';
   if (v.trim() === 'keep') return 'keep';
   const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
-  if (!isLevel(n)) throw new GitError('usage', `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${v}'`);
+  if (!isLevel(n))
+    throw new GitError(
+      'usage',
+      `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${v}'`,
+    );
   return n;
 }
 
@@ -57,7 +61,10 @@ function configLevel(config: GitConfig, key: string): Level | undefined {
 }
 
 /** The level keys git itself reads, with the word of its message ("bad pack compression level"). */
-const GIT_LEVEL_KEYS: Record<string, 'pack' | 'zlib'> = { 'pack.compression': 'pack', 'core.compression': 'zlib' };
+const GIT_LEVEL_KEYS: Record<string, 'pack' | 'zlib'> = {
+  'pack.compression': 'pack',
+  'core.compression': 'zlib',
+};
 
 /** pack-objects' level: pack.compression, else core.compression; git checks both whichever applies. */
 function packLevel(config: GitConfig): Level | undefined {
@@ -73,11 +80,25 @@ function packLevel(config: GitConfig): Level | undefined {
 export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   const packDefault = packLevel(config);
   if (flags.compression === 'auto') {
-    throw new GitError('usage', 'auto is a level for one type or for --graph-compression, not for every type');
+    throw new GitError(
+      'usage',
+      'auto is a level for one type or for --graph-compression, not for every type',
+    );
   }
   const graphKey = configLevel(config, 'pack.graphCompression');
-  const pick = (typeFlag: Level | undefined, graphFlag: Level | undefined, key: string, graph: boolean): Level =>
-    typeFlag ?? graphFlag ?? flags.compression ?? configLevel(config, key) ?? (graph ? graphKey : undefined) ?? packDefault ?? 'keep';
+  const pick = (
+    typeFlag: Level | undefined,
+    graphFlag: Level | undefined,
+    key: string,
+    graph: boolean,
+  ): Level =>
+    typeFlag ??
+    graphFlag ??
+    flags.compression ??
+    configLevel(config, key) ??
+    (graph ? graphKey : undefined) ??
+    packDefault ??
+    'keep';
   return {
     [OBJ_COMMIT]: pick(flags.commit, flags.graph, 'pack.commitCompression', true),
     [OBJ_TREE]: pick(flags.tree, flags.graph, 'pack.treeCompression', true),

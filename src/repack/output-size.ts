@@ -24,7 +24,9 @@ export function outputBound(plan: Plan): number {
     const pi = plan.srcPack[s]!;
     const j = plan.srcIdx[s]!;
     const size = plan.scans[pi]!.size[j]!;
-    bound += MAX_ENTRY_HEADER + Math.max(plan.entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
+    bound +=
+      MAX_ENTRY_HEADER +
+      Math.max(plan.entryLen[pi]![j]!, storedZlibLength(size), deflateBound(size));
   }
   return bound;
 }
@@ -35,7 +37,14 @@ export function outputBound(plan: Plan): number {
  * 0) at its stored length, a loose object at its file's, a delta written whole at its length.
  * `changed` (by slot) gets a 1 for each entry that may be written with new bytes.
  */
-export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncoding, outType: Uint8Array, maxHeld = MAX_HELD_ENTRY, reencodeStreams: (s: number) => boolean = () => false, changed?: Uint8Array): number {
+export function outputEstimate(
+  plan: Plan,
+  classify: (s: number) => EntryEncoding,
+  outType: Uint8Array,
+  maxHeld = MAX_HELD_ENTRY,
+  reencodeStreams: (s: number) => boolean = () => false,
+  changed?: Uint8Array,
+): number {
   let bytes = 12 + plan.len + plan.n * (plan.len + 16) + 4096;
   for (let k = 0; k < plan.n; k++) {
     const s = plan.outOrder[k]!;
@@ -43,7 +52,10 @@ export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncodin
     const j = plan.srcIdx[s]!;
     if (pi === plan.looseMark) {
       if (changed !== undefined) changed[s] = 1;
-      bytes += MAX_ENTRY_HEADER + (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })?.size ?? 0);
+      bytes +=
+        MAX_ENTRY_HEADER +
+        (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })
+          ?.size ?? 0);
       continue;
     }
     const len = plan.entryLen[pi]![j]!;
@@ -58,8 +70,14 @@ export function outputEstimate(plan: Plan, classify: (s: number) => EntryEncodin
     }
     const { copy, level } = classify(s);
     if (changed !== undefined && !copy) changed[s] = 1;
-    if (len > maxHeld && !(copy && plan.input.packs[pi]!.idx.hasCrcs) && (copy || !reencodeStreams(s))) refuseLarge(plan, pi, j, len, maxHeld);
-    bytes += copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
+    if (
+      len > maxHeld &&
+      !(copy && plan.input.packs[pi]!.idx.hasCrcs) &&
+      (copy || !reencodeStreams(s))
+    )
+      refuseLarge(plan, pi, j, len, maxHeld);
+    bytes +=
+      copy || level !== 0 ? len : MAX_ENTRY_HEADER + storedZlibLength(plan.scans[pi]!.size[j]!);
   }
   return bytes;
 }
@@ -68,5 +86,9 @@ function refuseLarge(plan: Plan, pi: number, j: number, len: number, maxHeld: nu
   const pack = plan.input.packs[pi]!;
   const off = pack.idx.offsets[j]!;
   const id = toHex(pack.idx.idAt(j));
-  throw new GitError('unsupported', `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${maxHeld} bytes`, { file: pack.packPath, offset: off, objectId: id });
+  throw new GitError(
+    'unsupported',
+    `${pack.packPath}: object ${id} at offset ${off} takes ${len} bytes in the pack; the rewrite holds such an entry whole to re-encode it, and refuses one over ${maxHeld} bytes`,
+    { file: pack.packPath, offset: off, objectId: id },
+  );
 }

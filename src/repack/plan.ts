@@ -72,9 +72,11 @@ export const typeOf = (p: Plan, pi: number, j: number): number => p.info[pi]![j]
 export const blockOf = (p: Plan, pi: number, j: number): number => (p.info[pi]![j]! >> 3) & 3;
 export const flevelOf = (p: Plan, pi: number, j: number): number => (p.info[pi]![j]! >> 5) & 3;
 export const headerLenOf = (p: Plan, pi: number, j: number): number => p.info[pi]![j]! >> 7;
-export const entryEnd = (p: Plan, pi: number, j: number): number => p.input.packs[pi]!.idx.offsets[j]! + p.entryLen[pi]![j]!;
+export const entryEnd = (p: Plan, pi: number, j: number): number =>
+  p.input.packs[pi]!.idx.offsets[j]! + p.entryLen[pi]![j]!;
 /** An object not copied from a pack entry: a loose object, or a delta written whole. */
-export const isDirect = (p: Plan, s: number): boolean => p.srcPack[s] === p.looseMark || p.base[s] === WHOLE;
+export const isDirect = (p: Plan, s: number): boolean =>
+  p.srcPack[s] === p.looseMark || p.base[s] === WHOLE;
 
 /** Where selected object `s`'s id is: sets `ref.buf` and `ref.pos`. */
 export function idOf(p: Plan, s: number, ref: { buf: Uint8Array; pos: number }): void {
@@ -113,7 +115,8 @@ export async function planPartition(input: PartitionInput, opts: PlanOptions): P
   const scans = scanSources(input.packs);
   const info = scans.map(packInfo);
   const { plan, selOf } = selectObjects(input, scans, info, opts);
-  if (opts.proveCopies !== undefined) await proveDuplicates(plan, opts.proveCopies, opts.onProgress);
+  if (opts.proveCopies !== undefined)
+    await proveDuplicates(plan, opts.proveCopies, opts.onProgress);
   linkBases(plan, selOf);
   selOf.release(); // 4-8 bytes per object, needed only to find the bases
   for (const scan of scans) releaseNow(scan.parent); // read only there (4 bytes per object)
@@ -128,7 +131,13 @@ export async function planPartition(input: PartitionInput, opts: PlanOptions): P
 function scanSources(packs: Pack[]): PackScan[] {
   return packs.map((p) => {
     const unsorted = firstUnsortedId(p.idx);
-    if (unsorted >= 0) throw corrupt('bad-idx', p.idxPath, idOffsetInFile(p.idx, unsorted), 'object ids out of order');
+    if (unsorted >= 0)
+      throw corrupt(
+        'bad-idx',
+        p.idxPath,
+        idOffsetInFile(p.idx, unsorted),
+        'object ids out of order',
+      );
     return scanPack(p, {
       checkCrc: false,
       // Only headers are needed here (the writing checks each copy's CRC32): an entry over 64 KiB
@@ -145,7 +154,8 @@ function scanSources(packs: Pack[]): PackScan[] {
 /** What the writing needs of each entry besides its size, in 16 bits instead of four bytes. */
 function packInfo(sc: PackScan): Uint16Array {
   const a = new Uint16Array(sc.type.length);
-  for (let j = 0; j < a.length; j++) a[j] = sc.type[j]! | (sc.block[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
+  for (let j = 0; j < a.length; j++)
+    a[j] = sc.type[j]! | (sc.block[j]! << 3) | (sc.flevel[j]! << 5) | (sc.headerLen[j]! << 7);
   releaseNow(sc.type, sc.block, sc.flevel, sc.headerLen);
   return a;
 }
@@ -189,7 +199,12 @@ class OnePackSelection implements Selection {
  * 2. The first copy of each id wins; objects kept elsewhere are left out. Selected objects are
  * numbered in order; the table reads their ids where they already are.
  */
-function selectObjects(input: PartitionInput, scans: PackScan[], info: Uint16Array[], opts: PlanOptions): { plan: Plan; selOf: Selection } {
+function selectObjects(
+  input: PartitionInput,
+  scans: PackScan[],
+  info: Uint16Array[],
+  opts: PlanOptions,
+): { plan: Plan; selOf: Selection } {
   const { packs, loose } = input;
   const len = opts.algo.len;
   let total = loose.length;
@@ -286,7 +301,11 @@ function finishSelection(plan: Plan, opts: PlanOptions): Plan {
  * pack is written whole (resolved there and hashed): against the genuine base it would become
  * another object. No copy hashes right: fatal, before anything is written.
  */
-async function proveDuplicates(plan: Plan, prove: (copies: number[]) => Promise<CopyProof[]>, onProgress: PlanOptions['onProgress']): Promise<void> {
+async function proveDuplicates(
+  plan: Plan,
+  prove: (copies: number[]) => Promise<CopyProof[]>,
+  onProgress: PlanOptions['onProgress'],
+): Promise<void> {
   const { dups } = plan;
   const groups = new Map<number, number[]>();
   for (const s of plan.keptForged.keys()) groups.set(s, [plan.srcPack[s]!, plan.srcIdx[s]!]);
@@ -306,12 +325,16 @@ async function proveDuplicates(plan: Plan, prove: (copies: number[]) => Promise<
     const mine = proofs.slice(at, (at += copies.length / 2));
     const chosen = mine.findIndex((p) => p.ok);
     mine.forEach((p, c) => {
-      if (!p.ok && copies[2 * c] !== plan.looseMark) plan.forged.add(copyKey(copies[2 * c]!, copies[2 * c + 1]!));
+      if (!p.ok && copies[2 * c] !== plan.looseMark)
+        plan.forged.add(copyKey(copies[2 * c]!, copies[2 * c + 1]!));
     });
     if (chosen < 0) {
       const ref = { buf: new Uint8Array(0), pos: 0 };
       idOf(plan, s, ref);
-      throw noGoodCopy(Buffer.from(ref.buf.subarray(ref.pos, ref.pos + plan.len)).toString('hex'), kept === undefined ? mine : [kept, ...mine]);
+      throw noGoodCopy(
+        Buffer.from(ref.buf.subarray(ref.pos, ref.pos + plan.len)).toString('hex'),
+        kept === undefined ? mine : [kept, ...mine],
+      );
     }
     plan.srcPack[s] = copies[2 * chosen]!;
     plan.srcIdx[s] = copies[2 * chosen + 1]!;
@@ -332,9 +355,19 @@ function linkBases(plan: Plan, table: Selection): void {
     let b = -1;
     // (a base copy proven not to hash to its id: this delta was made against other content)
     if (par >= 0 && plan.forged.has(copyKey(pi, par))) b = -1;
-    else if (par >= 0) b = table instanceof OnePackSelection ? table.at(par) : table.lookup(packs[pi]!.idx.ids, par * plan.len);
+    else if (par >= 0)
+      b =
+        table instanceof OnePackSelection
+          ? table.at(par)
+          : table.lookup(packs[pi]!.idx.ids, par * plan.len);
     else if (par === EXTERNAL_PARENT) b = table.lookup(scan.externalBase.get(j)!, 0);
-    else if (par === BROKEN) throw corrupt('bad-pack', packs[pi]!.packPath, packs[pi]!.idx.offsets[j]!, 'unparseable entry');
+    else if (par === BROKEN)
+      throw corrupt(
+        'bad-pack',
+        packs[pi]!.packPath,
+        packs[pi]!.idx.offsets[j]!,
+        'unparseable entry',
+      );
     plan.base[s] = b >= 0 ? b : WHOLE;
   }
 }
@@ -417,7 +450,11 @@ export function sortedSelection(plan: Plan): Uint32Array {
     // One source: its idx is in id order already (newIndex checks the order all the same).
     let r = 0;
     for (const s of selOf[0]!) if (s >= 0) out[r++] = s;
-    if (r !== n) throw new GitError('verify-failed', 'fewer objects than selected while sorting the new index');
+    if (r !== n)
+      throw new GitError(
+        'verify-failed',
+        'fewer objects than selected while sorting the new index',
+      );
     return out;
   }
   const looseIds = Buffer.allocUnsafe(looseSel.length * len);
@@ -435,9 +472,12 @@ export function sortedSelection(plan: Plan): Uint32Array {
     }
   };
   for (let src = 0; src < k; src++) advance(src);
-  const limit = (src: number): number => (src < packs.length ? selOf[src]!.length : looseSel.length);
+  const limit = (src: number): number =>
+    src < packs.length ? selOf[src]!.length : looseSel.length;
   const idAt = (src: number): [Uint8Array, number] =>
-    src < packs.length ? [packs[src]!.idx.ids, head[src]! * len] : [looseIds, looseOrder[head[src]!]! * len];
+    src < packs.length
+      ? [packs[src]!.idx.ids, head[src]! * len]
+      : [looseIds, looseOrder[head[src]!]! * len];
   for (let r = 0; r < n; r++) {
     let best = -1;
     let bb: Uint8Array = looseIds;
@@ -451,7 +491,11 @@ export function sortedSelection(plan: Plan): Uint32Array {
         bp = p;
       }
     }
-    if (best < 0) throw new GitError('verify-failed', 'fewer objects than selected while sorting the new index');
+    if (best < 0)
+      throw new GitError(
+        'verify-failed',
+        'fewer objects than selected while sorting the new index',
+      );
     out[r] = best < packs.length ? selOf[best]![head[best]!]! : looseSel[looseOrder[head[best]!]!]!;
     head[best]!++;
     advance(best);
@@ -483,7 +527,10 @@ export function newIndex(plan: Plan, outOffset: Offsets, outCrc: Uint32Array): N
     const ap = ref.pos;
     idOf(plan, sorted[r]!, ref);
     if (!idBelow(a, ap, ref.buf, ref.pos, len)) {
-      throw new GitError('verify-failed', `object ids out of order or duplicated in the new index at ${r}`);
+      throw new GitError(
+        'verify-failed',
+        `object ids out of order or duplicated in the new index at ${r}`,
+      );
     }
   }
   const source: IdxSource = {

@@ -16,7 +16,10 @@ export class BatchPool {
   /** Batches handed out so far (which of them run on this thread: `inlineEvery`). */
   private jobs = 0;
   private readonly workers: Worker[] = [];
-  private readonly pending = new Map<number, { resolve: (r: BatchResult) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<
+    number,
+    { resolve: (r: BatchResult) => void; reject: (e: Error) => void }
+  >();
   private nextId = 0;
   private rr = 0;
 
@@ -68,7 +71,10 @@ export class BatchPool {
   }
 
   run(job: BatchJob): Promise<BatchResult> {
-    if (this.workers.length === 0 || (this.inlineEvery > 0 && ++this.jobs % this.inlineEvery === 0)) {
+    if (
+      this.workers.length === 0 ||
+      (this.inlineEvery > 0 && ++this.jobs % this.inlineEvery === 0)
+    ) {
       // A turn of the event loop per batch, as a worker's reply gives: a signal (Ctrl-C) or an
       // abort is then seen between batches, not once the whole rewrite is done (a run without
       // threads otherwise only awaits settled promises, and signal handlers never get to run).

@@ -12,17 +12,52 @@ import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import { COPY_CRC, COPY_INFLATE, COPY_STREAM, REENCODE_STREAM, emptyJob, REENCODE, SKIP, type BatchJob, type BatchResult } from './batch.js';
+import {
+  COPY_CRC,
+  COPY_INFLATE,
+  COPY_STREAM,
+  REENCODE_STREAM,
+  emptyJob,
+  REENCODE,
+  SKIP,
+  type BatchJob,
+  type BatchResult,
+} from './batch.js';
 import { deflateAt } from './deflate.js';
 import { BatchPool } from './pool.js';
 import type { Levels } from './levels.js';
 import { DEFAULT_AUTO_RULE, directEncoding, type AutoRule, type Targets } from './encoding.js';
-import { entryEnd, headerLenOf, isDirect, newIndex, planPartition, typeOf, type PartitionInput, type Plan } from './plan.js';
+import {
+  entryEnd,
+  headerLenOf,
+  isDirect,
+  newIndex,
+  planPartition,
+  typeOf,
+  type PartitionInput,
+  type Plan,
+} from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
-import { STREAM_CHUNK, copyStreaming, looseStreaming, reencodeStreaming, sourceEntry, streamsReencode, zstdStreaming, type Room } from './streamed.js';
+import {
+  STREAM_CHUNK,
+  copyStreaming,
+  looseStreaming,
+  reencodeStreaming,
+  sourceEntry,
+  streamsReencode,
+  zstdStreaming,
+  type Room,
+} from './streamed.js';
 import { sameAsSource } from './unchanged.js';
-import { dryRunOutput, gitPackOutput, zpackOutput, type RewriteOutput, type WrittenPack, type ZpackOutput } from './sink.js';
+import {
+  dryRunOutput,
+  gitPackOutput,
+  zpackOutput,
+  type RewriteOutput,
+  type WrittenPack,
+  type ZpackOutput,
+} from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
 import { EntryClassifier, type Decision } from './classify.js';
 import { CopyRun, writtenHeader } from './copy-run.js';
@@ -59,7 +94,9 @@ const INLINE_EVERY = 3;
  * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
  * `data`, a large loose object, streamed from its file when its turn comes to be written.
  */
-type Direct = { type: number; size: number; data: Buffer } | { type: number; size: number; data?: undefined; file: string; header: LooseHeader };
+type Direct =
+  | { type: number; size: number; data: Buffer }
+  | { type: number; size: number; data?: undefined; file: string; header: LooseHeader };
 
 /** A batch on its way: the job's tables the main thread needs back to write its entries. */
 interface InFlight {
@@ -84,13 +121,34 @@ interface InFlight {
  * resolved whole and loose objects). A plan (plan.ts), an encoding rule (encoding.ts), an
  * output (sink.ts): this file only moves entries from the one to the other.
  */
-export async function rewritePartition(input: PartitionInput, opts: RewriteOptions): Promise<RewriteResult> {
+export async function rewritePartition(
+  input: PartitionInput,
+  opts: RewriteOptions,
+): Promise<RewriteResult> {
   // What can be refused is refused before any pack is scanned.
-  if (opts.zpack !== undefined && opts.dryRun) throw new GitError('usage', 'a dry run cannot predict zstd sizes');
-  if (input.packs.filter((p) => p.isZpack).length > 1) throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
+  if (opts.zpack !== undefined && opts.dryRun)
+    throw new GitError('usage', 'a dry run cannot predict zstd sizes');
+  if (input.packs.filter((p) => p.isZpack).length > 1)
+    throw new GitError('unsupported', 'only one zstd pack can be read per rewrite');
   // An id held twice: the copy kept is hashed first (duplicates.ts).
-  const proveCopies = (copies: number[]): Promise<CopyProof[]> => proveCopiesOf(input.packs, input.looseDir, input.loose, copies, opts.odb, opts.algo, opts.hashWholePack);
-  const plan = await planPartition(input, { algo: opts.algo, excluded: opts.excluded, dryRun: opts.dryRun, onProgress: opts.onProgress, proveCopies, proveExcluded: opts.proveExcluded });
+  const proveCopies = (copies: number[]): Promise<CopyProof[]> =>
+    proveCopiesOf(
+      input.packs,
+      input.looseDir,
+      input.loose,
+      copies,
+      opts.odb,
+      opts.algo,
+      opts.hashWholePack,
+    );
+  const plan = await planPartition(input, {
+    algo: opts.algo,
+    excluded: opts.excluded,
+    dryRun: opts.dryRun,
+    onProgress: opts.onProgress,
+    proveCopies,
+    proveExcluded: opts.proveExcluded,
+  });
   return new PartitionRewrite(plan, opts).run();
 }
 
@@ -129,33 +187,57 @@ class PartitionRewrite {
     private readonly opts: RewriteOptions,
   ) {
     const { n } = plan;
-    this.targets = { levels: opts.levels, rule: opts.autoRule ?? DEFAULT_AUTO_RULE, fallback: opts.autoFallback ?? -1, zstd: opts.zpack !== undefined };
+    this.targets = {
+      levels: opts.levels,
+      rule: opts.autoRule ?? DEFAULT_AUTO_RULE,
+      fallback: opts.autoFallback ?? -1,
+      zstd: opts.zpack !== undefined,
+    };
     this.usesAuto = Object.values(opts.levels).includes('auto');
     this.stats = this.freshStats();
     this.counting = opts.dryRun;
     // 32-bit offsets (4 bytes per object less) when the pack cannot reach 4 GiB whatever each
     // entry becomes; loose objects, deltas written whole (sizes not known yet) and zstd output
     // always get 64-bit ones.
-    const small = opts.zpack === undefined && plan.input.loose.length === 0 && outputBound(plan) < 0x100000000;
-    this.outOffset = small ? new Uint32Array(new SharedArrayBuffer(4 * n)) : new Float64Array(new SharedArrayBuffer(8 * n));
+    const small =
+      opts.zpack === undefined && plan.input.loose.length === 0 && outputBound(plan) < 0x100000000;
+    this.outOffset = small
+      ? new Uint32Array(new SharedArrayBuffer(4 * n))
+      : new Float64Array(new SharedArrayBuffer(8 * n));
     this.outCrc = new Uint32Array(new SharedArrayBuffer(4 * n));
     this.outType = new Uint8Array(n);
     this.classifier = new EntryClassifier(plan, this.targets, this.outType, this.usesAuto);
     const zout = opts.zpack;
-    this.outDictOfKind = DICT_KINDS.map((_, k) => (zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k)));
+    this.outDictOfKind = DICT_KINDS.map((_, k) =>
+      zout === undefined ? NO_DICT : zout.dicts.findIndex((d) => d.kind === k),
+    );
     this.zsrc = plan.input.packs.find((p) => p.isZpack);
   }
 
   private freshStats(): RewriteStats {
     const { plan } = this;
-    const stats = { objects: plan.n, copied: 0, reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 }, whole: 0, loose: 0, duplicatesDropped: plan.duplicatesDropped, excluded: plan.excluded, bytesIn: 0, bytesOut: 0 };
+    const stats = {
+      objects: plan.n,
+      copied: 0,
+      reencoded: { commit: 0, tree: 0, blob: 0, tag: 0 },
+      whole: 0,
+      loose: 0,
+      duplicatesDropped: plan.duplicatesDropped,
+      excluded: plan.excluded,
+      bytesIn: 0,
+      bytesOut: 0,
+    };
     for (const p of plan.input.packs) stats.bytesIn += p.size;
     return stats;
   }
 
   async run(): Promise<RewriteResult> {
     const { plan, opts } = this;
-    const same = opts.skipIfUnchanged === true && !opts.dryRun && opts.zpack === undefined && sameAsSource(plan, (k) => this.classify(k));
+    const same =
+      opts.skipIfUnchanged === true &&
+      !opts.dryRun &&
+      opts.zpack === undefined &&
+      sameAsSource(plan, (k) => this.classify(k));
     if (same === 'if-kept' ? await this.allKept() : same) {
       this.stats = this.freshStats();
       this.stats.copied = plan.n;
@@ -164,17 +246,39 @@ class PartitionRewrite {
     }
     const { stats } = this;
     // Room for the new pack beside the old one, asked before a byte of it is written; which entries get new bytes.
-    const changed = opts.changedCheck !== undefined && !opts.dryRun && opts.zpack === undefined ? new Uint8Array(plan.n) : undefined;
+    const changed =
+      opts.changedCheck !== undefined && !opts.dryRun && opts.zpack === undefined
+        ? new Uint8Array(plan.n)
+        : undefined;
     this.sent = changed;
     // (A zstd pack goes elsewhere (-o): only what it would hold whole over the bound is refused.)
-    const estimate = opts.dryRun ? 0 : outputEstimate(plan, (k) => this.classify(k), this.outType, opts.maxHeldEntry, (k) => streamsReencode(plan, k, opts), changed);
-    if (!opts.dryRun && opts.zpack === undefined) ensureFreeSpace(dirname(opts.tmp.pack), estimate, 'the new pack');
+    const estimate = opts.dryRun
+      ? 0
+      : outputEstimate(
+          plan,
+          (k) => this.classify(k),
+          this.outType,
+          opts.maxHeldEntry,
+          (k) => streamsReencode(plan, k, opts),
+          changed,
+        );
+    if (!opts.dryRun && opts.zpack === undefined)
+      ensureFreeSpace(dirname(opts.tmp.pack), estimate, 'the new pack');
     // While writing, each entry's size comes from its header as the re-encoding thread reads it:
     // the scan's sizes (4 bytes per object) are needed no longer, unless `auto` chooses by size
     // or a dry run counts copies it does not read, or a zstd pack streams by size.
-    if (!opts.dryRun && !this.usesAuto && opts.streamAbove === undefined && opts.zpack === undefined) for (const sc of plan.scans) releaseNow(sc.size);
+    if (
+      !opts.dryRun &&
+      !this.usesAuto &&
+      opts.streamAbove === undefined &&
+      opts.zpack === undefined
+    )
+      for (const sc of plan.scans) releaseNow(sc.size);
     // A dry run goes the same way with nothing written: its size is the pack's, to the byte.
-    const pool = new BatchPool(BatchPool.threadsFor(plan.n, opts.threads), changed === undefined ? INLINE_EVERY : 0);
+    const pool = new BatchPool(
+      BatchPool.threadsFor(plan.n, opts.threads),
+      changed === undefined ? INLINE_EVERY : 0,
+    );
     let output: RewriteOutput;
     try {
       output = this.openOutput(pool.threads > 0, changed);
@@ -226,9 +330,28 @@ class PartitionRewrite {
   private openOutput(threads: boolean, changed: Uint8Array | undefined): RewriteOutput {
     const { opts, plan } = this;
     if (opts.dryRun) return dryRunOutput();
-    if (opts.zpack !== undefined) return zpackOutput({ path: opts.tmp.pack, algo: opts.algo, count: plan.n, zout: opts.zpack, outCrc: this.outCrc });
-    const pack = (): RewriteOutput => gitPackOutput({ tmp: opts.tmp, algo: opts.algo, count: plan.n, writeRev: opts.writeRev, threaded: threads, outOffset: this.outOffset, outOrder: plan.outOrder, outCrc: this.outCrc });
-    return changed?.includes(1) === true ? withChangedCheck(pack, changed, opts.algo, opts.changedCheck!) : pack();
+    if (opts.zpack !== undefined)
+      return zpackOutput({
+        path: opts.tmp.pack,
+        algo: opts.algo,
+        count: plan.n,
+        zout: opts.zpack,
+        outCrc: this.outCrc,
+      });
+    const pack = (): RewriteOutput =>
+      gitPackOutput({
+        tmp: opts.tmp,
+        algo: opts.algo,
+        count: plan.n,
+        writeRev: opts.writeRev,
+        threaded: threads,
+        outOffset: this.outOffset,
+        outOrder: plan.outOrder,
+        outCrc: this.outCrc,
+      });
+    return changed?.includes(1) === true
+      ? withChangedCheck(pack, changed, opts.algo, opts.changedCheck!)
+      : pack();
   }
 
   private classify(s: number): Decision {
@@ -244,10 +367,25 @@ class PartitionRewrite {
   }
 
   /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
-  private emit(sink: RewriteOutput['sink'], s: number, type: number, size: number, baseSel: number, data: Buffer, start: number, end: number): void {
+  private emit(
+    sink: RewriteOutput['sink'],
+    s: number,
+    type: number,
+    size: number,
+    baseSel: number,
+    data: Buffer,
+    start: number,
+    end: number,
+  ): void {
     this.copies.flush(sink);
     const offset = sink.offset;
-    const hl = writtenHeader(this.hdr, type, size, offset, baseSel >= 0 ? this.outOffset[baseSel]! : -1);
+    const hl = writtenHeader(
+      this.hdr,
+      type,
+      size,
+      offset,
+      baseSel >= 0 ? this.outOffset[baseSel]! : -1,
+    );
     this.outOffset[s] = offset;
     sink.writeEntry(this.hdr, data, s, hl, start, end);
   }
@@ -273,7 +411,15 @@ class PartitionRewrite {
       // The base is not in the output (kept elsewhere, or a cycle was broken here).
       const pack = plan.input.packs[pi]!;
       obj = opts.odb.readPacked(pack, pack.idx.offsets[j]!);
-      checkObjectId(opts.algo, obj.type, obj.data, pack.idx.ids, j * plan.len, pack.packPath, pack.idx.offsets[j]!);
+      checkObjectId(
+        opts.algo,
+        obj.type,
+        obj.data,
+        pack.idx.ids,
+        j * plan.len,
+        pack.packPath,
+        pack.idx.offsets[j]!,
+      );
       stats.whole++;
     }
     this.outType[s] = obj.type;
@@ -282,7 +428,10 @@ class PartitionRewrite {
     if (zout !== undefined) {
       this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
       const dict = this.outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
-      const frame = zout.plainTypes?.has(obj.type) === true ? obj.data : this.mainZstd.compress(obj.data, zout.level, dict);
+      const frame =
+        zout.plainTypes?.has(obj.type) === true
+          ? obj.data
+          : this.mainZstd.compress(obj.data, zout.level, dict);
       data = frame.length < obj.data.length ? frame : obj.data;
     } else {
       const enc = directEncoding(this.targets, obj.type, obj.data.length);
@@ -298,25 +447,46 @@ class PartitionRewrite {
    */
   private async writeEntries(pool: BatchPool, output: RewriteOutput): Promise<void> {
     const { plan, opts } = this;
-    if (this.zsrc !== undefined || opts.zpack !== undefined) pool.setDicts(this.zsrc?.zstdDicts.dicts, opts.zpack?.dicts.map((d) => d.data));
+    if (this.zsrc !== undefined || opts.zpack !== undefined)
+      pool.setDicts(
+        this.zsrc?.zstdDicts.dicts,
+        opts.zpack?.dicts.map((d) => d.data),
+      );
     const pipelineDepth = Math.max(2, pool.threads + 2);
     this.room = output.ready?.bind(output);
     while (this.next < plan.n || this.inflight.length > 0) {
-      while (this.inflight.length < pipelineDepth && this.next < plan.n && (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)) this.inflight.push(this.buildBatch(pool));
+      while (
+        this.inflight.length < pipelineDepth &&
+        this.next < plan.n &&
+        (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)
+      )
+        this.inflight.push(this.buildBatch(pool));
       const b = this.inflight.shift()!;
       const r = await b.promise;
       if (r.error) {
         const e = r.error;
         const code = e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack';
         // (the batch's message names no place)
-        throw plan.input.packs.find((p) => p.packPath === e.file)?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ?? corrupt(code, e.file, e.offset, e.message);
+        throw (
+          plan.input.packs
+            .find((p) => p.packPath === e.file)
+            ?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ??
+          corrupt(code, e.file, e.offset, e.message)
+        );
       }
       await this.writeBatch(output.sink, b, r);
       await output.ready?.();
-      if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS) this.freeIn.push(r.buf);
+      if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS)
+        this.freeIn.push(r.buf);
       // A large one (an entry re-encoded whole) goes now, not at V8's next full collection.
       else releaseNow(new Uint8Array(r.buf));
-      if (r.out !== r.buf && r.out.byteLength > 0 && r.out.byteLength <= 4 * BATCH_BYTES && this.spareOut.length < SPARE_BUFFERS) this.spareOut.push(r.out);
+      if (
+        r.out !== r.buf &&
+        r.out.byteLength > 0 &&
+        r.out.byteLength <= 4 * BATCH_BYTES &&
+        this.spareOut.length < SPARE_BUFFERS
+      )
+        this.spareOut.push(r.out);
       else if (r.out !== r.buf) releaseNow(new Uint8Array(r.out));
       opts.onProgress?.('writing objects', b.to, plan.n);
       opts.signal?.throwIfAborted();
@@ -325,7 +495,11 @@ class PartitionRewrite {
   }
 
   /** A batch's entries, in pack order (git's write_one): the direct ones, copies and re-encodes. */
-  private async writeBatch(sink: RewriteOutput['sink'], b: InFlight, r: BatchResult): Promise<void> {
+  private async writeBatch(
+    sink: RewriteOutput['sink'],
+    b: InFlight,
+    r: BatchResult,
+  ): Promise<void> {
     const { plan, stats } = this;
     const src = Buffer.from(r.buf);
     const out = Buffer.from(r.out);
@@ -336,9 +510,37 @@ class PartitionRewrite {
       const mode = b.modes[i]!;
       if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
       else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
-      else if (mode === COPY_STREAM || mode === REENCODE_STREAM) await this.streamEntry(sink, s, mode, type, r.size[i]!, src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!));
-      else if (mode === SKIP) this.emit(sink, s, type, plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!, plan.base[s]!, EMPTY, 0, b.rawLen[i]! - b.headerLen[i]!);
-      else if (mode === REENCODE && r.kept[i] !== 1) this.emit(sink, s, type, r.size[i]!, plan.base[s]!, out, r.outStart[i]!, r.outStart[i]! + r.outLen[i]!);
+      else if (mode === COPY_STREAM || mode === REENCODE_STREAM)
+        await this.streamEntry(
+          sink,
+          s,
+          mode,
+          type,
+          r.size[i]!,
+          src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!),
+        );
+      else if (mode === SKIP)
+        this.emit(
+          sink,
+          s,
+          type,
+          plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!,
+          plan.base[s]!,
+          EMPTY,
+          0,
+          b.rawLen[i]! - b.headerLen[i]!,
+        );
+      else if (mode === REENCODE && r.kept[i] !== 1)
+        this.emit(
+          sink,
+          s,
+          type,
+          r.size[i]!,
+          plan.base[s]!,
+          out,
+          r.outStart[i]!,
+          r.outStart[i]! + r.outLen[i]!,
+        );
       else {
         if (mode === REENCODE) {
           // The re-encoding gave the encoding the entry already had: its old stream stays.
@@ -348,38 +550,93 @@ class PartitionRewrite {
         const rs = b.rawStart[i]!;
         const base = plan.base[s]!;
         const at = sink.offset + this.copies.pending;
-        if (mode === COPY_CRC && (this.sent === undefined || this.sent[s] === 0) && CopyRun.unchanged(this.hdr, src, rs, b.headerLen[i]!, type, r.size[i]!, at, base >= 0 ? this.outOffset[base]! : -1)) {
+        if (
+          mode === COPY_CRC &&
+          (this.sent === undefined || this.sent[s] === 0) &&
+          CopyRun.unchanged(
+            this.hdr,
+            src,
+            rs,
+            b.headerLen[i]!,
+            type,
+            r.size[i]!,
+            at,
+            base >= 0 ? this.outOffset[base]! : -1,
+          )
+        ) {
           this.outOffset[s] = at;
           this.copies.add(sink, src, rs, rs + b.rawLen[i]!, s, b.crc[i]!);
-        } else this.emit(sink, s, type, r.size[i]!, base, src, rs + b.headerLen[i]!, rs + b.rawLen[i]!);
+        } else
+          this.emit(sink, s, type, r.size[i]!, base, src, rs + b.headerLen[i]!, rs + b.rawLen[i]!);
       }
     }
     this.copies.flush(sink);
   }
 
   /** An entry too long to hold, copied (git's write_reuse_object) or re-encoded a chunk at a time: streamed.ts. */
-  private async streamEntry(sink: RewriteOutput['sink'], s: number, mode: number, type: number, size: number, srcHeader: Buffer): Promise<void> {
+  private async streamEntry(
+    sink: RewriteOutput['sink'],
+    s: number,
+    mode: number,
+    type: number,
+    size: number,
+    srcHeader: Buffer,
+  ): Promise<void> {
     const e = sourceEntry(this.plan, s, srcHeader);
     const append = (c: Buffer): void => sink.appendToEntry(c, s);
     const begin = (): void => this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
     if (mode === COPY_STREAM) begin();
-    if (mode === COPY_STREAM) return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
+    if (mode === COPY_STREAM)
+      return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
     const zout = this.opts.zpack;
     if (zout !== undefined) {
       const delta = this.plan.base[s]! >= 0;
       const level = zout.plainTypes?.has(type) === true ? 0 : zout.level; // (0: stored plain, as a batch does)
       const codec = (this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data)));
-      return zstdStreaming(e, type, delta, size, { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT }, this.opts.algo, begin, append);
+      return zstdStreaming(
+        e,
+        type,
+        delta,
+        size,
+        { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT },
+        this.opts.algo,
+        begin,
+        append,
+      );
     }
     const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
-    await reencodeStreaming(e, type, size, { ...this.classify(s) }, this.opts.algo, zstd, begin, append, this.room);
+    await reencodeStreaming(
+      e,
+      type,
+      size,
+      { ...this.classify(s) },
+      this.opts.algo,
+      zstd,
+      begin,
+      append,
+      this.room,
+    );
   }
 
   /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
-  private async looseStreaming(sink: RewriteOutput['sink'], s: number, file: string, h: LooseHeader): Promise<void> {
+  private async looseStreaming(
+    sink: RewriteOutput['sink'],
+    s: number,
+    file: string,
+    h: LooseHeader,
+  ): Promise<void> {
     const id = this.plan.input.loose[this.plan.srcIdx[s]!]!;
     const begin = (): void => this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
-    await looseStreaming(file, h, id, directEncoding(this.targets, h.type, h.size), this.opts.algo, begin, (c) => sink.appendToEntry(c, s), this.room);
+    await looseStreaming(
+      file,
+      h,
+      id,
+      directEncoding(this.targets, h.type, h.size),
+      this.opts.algo,
+      begin,
+      (c) => sink.appendToEntry(c, s),
+      this.room,
+    );
     this.stats.loose++;
   }
 
@@ -414,7 +671,13 @@ class PartitionRewrite {
     const { directs, read } = this.fillJob(job, from);
     job.buf = this.takeBuffer(read); // sized by what is read: a streamed entry's header only
     this.next = to;
-    const copy = { modes: job.mode.slice(), rawStart: job.rawStart.slice(), headerLen: job.headerLen.slice(), rawLen: job.rawLen.slice(), crc: job.crc.slice() };
+    const copy = {
+      modes: job.mode.slice(),
+      rawStart: job.rawStart.slice(),
+      headerLen: job.headerLen.slice(),
+      rawLen: job.rawLen.slice(),
+      crc: job.crc.slice(),
+    };
     return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
   }
 
@@ -422,7 +685,13 @@ class PartitionRewrite {
     const { plan, opts } = this;
     const zstdOut = opts.zpack !== undefined;
     const files = plan.input.packs.map((p) => ({ path: p.packPath, fd: p.descriptor }));
-    return emptyJob(m, NO_BUFFER, this.spareOut.pop(), { hashLen: plan.len, files, zstdIn: this.zsrc !== undefined, zstdOut, maxLen: this.usesAuto && !zstdOut });
+    return emptyJob(m, NO_BUFFER, this.spareOut.pop(), {
+      hashLen: plan.len,
+      files,
+      zstdIn: this.zsrc !== undefined,
+      zstdOut,
+      maxLen: this.usesAuto && !zstdOut,
+    });
   }
 
   /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
@@ -453,12 +722,30 @@ class PartitionRewrite {
       const hasCrc = pack.idx.hasCrcs;
       const reStreamed = !copy && streamsReencode(plan, s, opts);
       const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK); // (an idx v1 copy: inflated whole)
-      job.mode[i] = reStreamed ? REENCODE_STREAM : streamed ? COPY_STREAM : copy ? (hasCrc ? COPY_CRC : COPY_INFLATE) : REENCODE;
+      job.mode[i] = reStreamed
+        ? REENCODE_STREAM
+        : streamed
+          ? COPY_STREAM
+          : copy
+            ? hasCrc
+              ? COPY_CRC
+              : COPY_INFLATE
+            : REENCODE;
       // In a zstd pack, level 0 stands for plain (a type in plainTypes).
-      job.level[i] = zout === undefined ? level : zout.plainTypes?.has(this.outType[s]!) === true ? 0 : zout.level;
+      job.level[i] =
+        zout === undefined
+          ? level
+          : zout.plainTypes?.has(this.outType[s]!) === true
+            ? 0
+            : zout.level;
       if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
-      if (pack.isZpack) job.srcDict![i] = pack.zstdDicts.dictOfKind[kindOf(this.outType[s]!, isDelta(typeOf(plan, pi, j)))] ?? NO_DICT;
-      if (zout !== undefined) job.dstDict![i] = this.outDictOfKind[kindOf(this.outType[s]!, plan.base[s]! >= 0)] ?? NO_DICT;
+      if (pack.isZpack)
+        job.srcDict![i] =
+          pack.zstdDicts.dictOfKind[kindOf(this.outType[s]!, isDelta(typeOf(plan, pi, j)))] ??
+          NO_DICT;
+      if (zout !== undefined)
+        job.dstDict![i] =
+          this.outDictOfKind[kindOf(this.outType[s]!, plan.base[s]! >= 0)] ?? NO_DICT;
       job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
       job.rawStart[i] = pos;
       job.fileIndex[i] = pi;
@@ -466,7 +753,8 @@ class PartitionRewrite {
       // Consecutive source bytes of one pack make one span: (file, start, length, position).
       const len = streamed ? job.headerLen[i]! : end - off;
       const last = spans.length - 4;
-      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off) spans[last + 2]! += len;
+      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off)
+        spans[last + 2]! += len;
       else spans.push(pi, off, len, pos);
       pos += len;
     }

@@ -20,7 +20,11 @@ export const GEOMETRIC_FACTOR = 2;
  * each is under `factor` times everything merged so far (git's `split_pack_geometry`, grown from
  * what must be rewritten anyway). With nothing new (no pack to rewrite, no loose object), none.
  */
-export function packsToRewrite(packs: readonly PackCandidate[], looseObjects: number, factor = GEOMETRIC_FACTOR): Set<string> {
+export function packsToRewrite(
+  packs: readonly PackCandidate[],
+  looseObjects: number,
+  factor = GEOMETRIC_FACTOR,
+): Set<string> {
   const out = new Set<string>();
   let merged = looseObjects;
   for (const p of packs) {
@@ -29,7 +33,9 @@ export function packsToRewrite(packs: readonly PackCandidate[], looseObjects: nu
     merged += p.objects;
   }
   if (out.size === 0 && looseObjects === 0) return out;
-  const proven = packs.filter((p) => p.proven).sort((a, b) => a.objects - b.objects || a.name.localeCompare(b.name));
+  const proven = packs
+    .filter((p) => p.proven)
+    .sort((a, b) => a.objects - b.objects || a.name.localeCompare(b.name));
   for (const p of proven) {
     if (p.objects >= factor * merged) break;
     out.add(p.name);

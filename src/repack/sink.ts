@@ -1,7 +1,12 @@
 import type { HashAlgo } from '../hash/algo.js';
 import { emitIdxV2, encodeIdxV2, type IdxSource, type Offsets } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
-import { PackFileWriter, ThreadedPackWriter, type Finished, type PackSink } from '../format/pack-writer.js';
+import {
+  PackFileWriter,
+  ThreadedPackWriter,
+  type Finished,
+  type PackSink,
+} from '../format/pack-writer.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
 import { writeChunksSyncing } from '../store/files.js';
 import { releaseNow } from '../release.js';
@@ -46,7 +51,9 @@ export interface WrittenPack {
    * matched): resolves then; with each idx rank's offset and CRC32 as they were checked, for the
    * proof to hold the index on disk against.
    */
-  readBack?: { done: Promise<void>; offsetAt(rank: number): number; crcAt(rank: number): number } | undefined;
+  readBack?:
+    | { done: Promise<void>; offsetAt(rank: number): number; crcAt(rank: number): number }
+    | undefined;
 }
 
 /** Writing a zstd pack instead of a git pack (an export: never into objects/pack). */
@@ -65,7 +72,14 @@ export interface ZpackOutput {
 /** A dry run's sink: entries are counted, not written. */
 class CountingSink implements PackSink {
   offset = 12;
-  writeEntry(_header: Buffer, data: Buffer, _slot: number, headerLen: number, start = 0, end = data.length): void {
+  writeEntry(
+    _header: Buffer,
+    data: Buffer,
+    _slot: number,
+    headerLen: number,
+    start = 0,
+    end = data.length,
+  ): void {
     this.offset += headerLen + end - start;
   }
   appendToEntry(data: Buffer, _slot: number, start = 0, end = data.length): void {
@@ -95,9 +109,22 @@ export function dryRunOutput(): RewriteOutput {
  * CRC32s, hashing, writing and read-back off the main thread), the `.idx` streamed after, the
  * `.rev` when wanted.
  */
-export function gitPackOutput(o: { tmp: { pack: string; idx: string; rev: string }; algo: HashAlgo; count: number; writeRev: boolean; threaded: boolean; outOffset: Offsets; outOrder: Uint32Array; outCrc: Uint32Array }): RewriteOutput {
+export function gitPackOutput(o: {
+  tmp: { pack: string; idx: string; rev: string };
+  algo: HashAlgo;
+  count: number;
+  writeRev: boolean;
+  threaded: boolean;
+  outOffset: Offsets;
+  outOrder: Uint32Array;
+  outCrc: Uint32Array;
+}): RewriteOutput {
   const sink: PackSink = o.threaded
-    ? new ThreadedPackWriter(o.tmp.pack, o.algo, o.count, { offsets: o.outOffset, order: o.outOrder, crcs: o.outCrc })
+    ? new ThreadedPackWriter(o.tmp.pack, o.algo, o.count, {
+        offsets: o.outOffset,
+        order: o.outOrder,
+        crcs: o.outCrc,
+      })
     : new PackFileWriter(o.tmp.pack, o.algo, o.count, o.outCrc);
   return {
     sink,
@@ -111,7 +138,13 @@ export function gitPackOutput(o: { tmp: { pack: string; idx: string; rev: string
         // Streamed: an index is 28 bytes per object (SHA-1), never held whole. The three files'
         // fsyncs run on libuv's threadpool while the proof reads the pack back; `durable` is
         // all of them, awaited before anything is renamed (jq: 35 ms off the critical path).
-        synced.push(writeChunksSyncing(o.tmp.idx, (write) => emitIdxV2(index.source, checksum, o.algo, write), 0o444));
+        synced.push(
+          writeChunksSyncing(
+            o.tmp.idx,
+            (write) => emitIdxV2(index.source, checksum, o.algo, write),
+            0o444,
+          ),
+        );
         let revPath: string | undefined;
         if (o.writeRev) {
           const rev = encodeRev(packOrderRanks(index), checksum, o.algo);
@@ -120,7 +153,15 @@ export function gitPackOutput(o: { tmp: { pack: string; idx: string; rev: string
         }
         return {
           bytesOut,
-          written: { packPath: o.tmp.pack, idxPath: o.tmp.idx, revPath, checksum, count: index.count, durable: allSynced(synced), readBack: readBack === undefined ? undefined : readBackTables(readBack, index) },
+          written: {
+            packPath: o.tmp.pack,
+            idxPath: o.tmp.idx,
+            revPath,
+            checksum,
+            count: index.count,
+            durable: allSynced(synced),
+            readBack: readBack === undefined ? undefined : readBackTables(readBack, index),
+          },
         };
       } catch (e) {
         await Promise.allSettled(synced); // no file still open when the caller removes them
@@ -153,14 +194,30 @@ function packOrderRanks(index: NewIndex): Uint32Array {
  * A small function of its own: a closure made inside a large one would keep that one's whole
  * scope alive (V8 gives all closures of a function one context) through the proof.
  */
-function readBackTables(done: Promise<void>, index: NewIndex): NonNullable<WrittenPack['readBack']> {
+function readBackTables(
+  done: Promise<void>,
+  index: NewIndex,
+): NonNullable<WrittenPack['readBack']> {
   const { outOffset, outCrc, sorted } = index;
   return { done, offsetAt: (r) => outOffset[sorted[r]!]!, crcAt: (r) => outCrc[sorted[r]!]! };
 }
 
 /** A zstd pack (docs/zstd-pack-format.md): header, entries, its own index, a footer, the trailer. */
-export function zpackOutput(o: { path: string; algo: HashAlgo; count: number; zout: ZpackOutput; outCrc: Uint32Array }): RewriteOutput {
-  const header = encodeZpackHeader({ count: o.count, algo: o.algo, promisor: o.zout.promisor, level: o.zout.level, dicts: o.zout.dicts, refs: o.zout.refs });
+export function zpackOutput(o: {
+  path: string;
+  algo: HashAlgo;
+  count: number;
+  zout: ZpackOutput;
+  outCrc: Uint32Array;
+}): RewriteOutput {
+  const header = encodeZpackHeader({
+    count: o.count,
+    algo: o.algo,
+    promisor: o.zout.promisor,
+    level: o.zout.level,
+    dicts: o.zout.dicts,
+    refs: o.zout.refs,
+  });
   const writer = new PackFileWriter(o.path, o.algo, o.count, o.outCrc, header);
   return {
     sink: writer,
@@ -175,7 +232,14 @@ export function zpackOutput(o: { path: string; algo: HashAlgo; count: number; zo
       const trailer = writer.finishSync();
       return Promise.resolve({
         bytesOut: writer.offset,
-        written: { packPath: o.path, idxPath: o.path, revPath: undefined, checksum: trailer, count: index.count, durable: Promise.resolve() },
+        written: {
+          packPath: o.path,
+          idxPath: o.path,
+          revPath: undefined,
+          checksum: trailer,
+          count: index.count,
+          durable: Promise.resolve(),
+        },
       });
     },
   };

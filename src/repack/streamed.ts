@@ -49,7 +49,11 @@ export function sourceEntry(plan: Plan, s: number, srcHeader: Buffer): SourceEnt
  * over `streamAbove` (its frame may be a few KiB). Into a zstd pack (`zpack`, the export), any
  * entry of a zlib pack whose data (the object, or a delta) is over a chunk: `zstdStreaming`.
  */
-export function streamsReencode(plan: Plan, s: number, o: { zpack?: unknown; streamAbove?: number | undefined }): boolean {
+export function streamsReencode(
+  plan: Plan,
+  s: number,
+  o: { zpack?: unknown; streamAbove?: number | undefined },
+): boolean {
   const pi = plan.srcPack[s]!;
   const j = plan.srcIdx[s]!;
   const zsrc = plan.input.packs[pi]!.isZpack;
@@ -64,17 +68,28 @@ export function streamsReencode(plan: Plan, s: number, o: { zpack?: unknown; str
  * against the old idx is known only at the end: a mismatch then stops the run, and the new
  * pack, never installed, is removed.
  */
-export function copyStreaming(e: SourceEntry, chunk: Buffer, append: (piece: Buffer) => void): void {
+export function copyStreaming(
+  e: SourceEntry,
+  chunk: Buffer,
+  append: (piece: Buffer) => void,
+): void {
   const { pack, j, off, end, srcHeader } = e;
   let crc = crc32(srcHeader);
   for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
-    const piece = pack.read(p, Math.min(STREAM_CHUNK, end - p), chunk.subarray(0, Math.min(STREAM_CHUNK, end - p)));
+    const piece = pack.read(
+      p,
+      Math.min(STREAM_CHUNK, end - p),
+      chunk.subarray(0, Math.min(STREAM_CHUNK, end - p)),
+    );
     crc = crc32(piece, crc);
     append(piece);
   }
   if (crc !== pack.idx.crc(j)) {
     const what = 'entry does not match its CRC32 in the index';
-    throw pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what);
+    throw (
+      pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ??
+      corrupt('bad-pack', pack.packPath, off, what)
+    );
   }
 }
 
@@ -95,19 +110,44 @@ async function waitRoom(room: Room | undefined): Promise<void> {
  * a mismatch stops the run before anything is installed. Under `auto`, whose length rule needs
  * the deflated length first, it is deflated twice. `begin` writes the entry's header.
  */
-export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Array, enc: EntryEncoding, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void, room?: Room): Promise<void> {
+export async function looseStreaming(
+  file: string,
+  h: LooseHeader,
+  id: Uint8Array,
+  enc: EntryEncoding,
+  algo: HashAlgo,
+  begin: () => void,
+  append: (piece: Buffer) => void,
+  room?: Room,
+): Promise<void> {
   let level = enc.level;
   if (enc.maxLen !== Infinity) {
     let len = 0;
-    await pipeLooseData(file, h, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => ((len += c.length), done()) }));
+    await pipeLooseData(
+      file,
+      h,
+      deflateStream(level),
+      new Writable({ write: (c: Buffer, _e, done) => ((len += c.length), done()) }),
+    );
     if (len > enc.maxLen) level = 0;
   }
   begin();
   const hash = algo.create().update(objectHeaderBytes(typeName(h.type), h.size));
-  const tap = new Transform({ transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)) });
-  await pipeLooseData(file, h, tap, deflateStream(level), new Writable({ write: (c: Buffer, _e, done) => (append(c), void waitRoom(room).then(() => done())) }));
+  const tap = new Transform({
+    transform: (c: Buffer, _e, done) => (hash.update(c), done(null, c)),
+  });
+  await pipeLooseData(
+    file,
+    h,
+    tap,
+    deflateStream(level),
+    new Writable({
+      write: (c: Buffer, _e, done) => (append(c), void waitRoom(room).then(() => done())),
+    }),
+  );
   const got = hash.digest();
-  if (!got.equals(id)) throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
+  if (!got.equals(id))
+    throw corrupt('bad-object', file, 0, `object hashes to ${toHex(got)}, expected ${toHex(id)}`);
 }
 
 /**
@@ -117,13 +157,30 @@ export async function looseStreaming(file: string, h: LooseHeader, id: Uint8Arra
  * the end the CRC32 must be the old index's, and both the bytes read and the bytes the new
  * stream inflates to must hash to the object's id (the proof a held re-encode gets by comparing).
  */
-export async function reencodeStreaming(e: SourceEntry, type: number, size: number, enc: EntryEncoding, algo: HashAlgo, zstd: () => ZstdCodec, begin: () => void, append: (piece: Buffer) => void, room?: Room): Promise<void> {
+export async function reencodeStreaming(
+  e: SourceEntry,
+  type: number,
+  size: number,
+  enc: EntryEncoding,
+  algo: HashAlgo,
+  zstd: () => ZstdCodec,
+  begin: () => void,
+  append: (piece: Buffer) => void,
+  room?: Room,
+): Promise<void> {
   const { pack, j, off } = e;
-  const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
+  const bad = (
+    what: string,
+    code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
+  ): GitError =>
+    pack.corruptObject(off, `${what} at offset ${off}`, code) ??
+    corrupt(code, pack.packPath, off, what);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
-  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> => sourceObject(e, type, false, size, zstd, bad, put, tap, false);
+  const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> =>
+    sourceObject(e, type, false, size, zstd, bad, put, tap, false);
   let level = enc.level;
-  if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen) level = 0;
+  if (enc.maxLen !== Infinity && (await deflatePieces(level, source, () => undefined)) > enc.maxLen)
+    level = 0;
   begin();
   const read = objectHash();
   const back = objectHash();
@@ -131,16 +188,21 @@ export async function reencodeStreaming(e: SourceEntry, type: number, size: numb
   inflate.on('data', (c: Buffer) => back.update(c));
   const inflated = once(inflate, 'end');
   inflated.catch(() => undefined);
-  await deflatePieces(level, (put) => source(async (piece) => (await waitRoom(room), put(piece)), read), (c) => {
-    append(c);
-    inflate.write(c);
-  });
+  await deflatePieces(
+    level,
+    (put) => source(async (piece) => (await waitRoom(room), put(piece)), read),
+    (c) => {
+      append(c);
+      inflate.write(c);
+    },
+  );
   inflate.end();
   await inflated;
   const id = pack.idx.idAt(j);
   const got = read.digest();
   if (!got.equals(id)) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(id)}`);
-  if (!back.digest().equals(id)) throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
+  if (!back.digest().equals(id))
+    throw bad('entry re-encoded does not inflate to the same bytes', 'verify-failed');
 }
 
 /** Where a zstd pack's entry goes (the export): the output's codec, its level and the entry's dictionary. */
@@ -160,13 +222,39 @@ export interface ZstdTarget {
  * the frame decompresses to must hash alike: to the object's id for a whole object, to each
  * other for a delta (whose chain ends in `type`; `size` is its data's length).
  */
-export async function zstdStreaming(e: SourceEntry, type: number, delta: boolean, size: number, out: ZstdTarget, algo: HashAlgo, begin: () => void, append: (piece: Buffer) => void): Promise<void> {
+export async function zstdStreaming(
+  e: SourceEntry,
+  type: number,
+  delta: boolean,
+  size: number,
+  out: ZstdTarget,
+  algo: HashAlgo,
+  begin: () => void,
+  append: (piece: Buffer) => void,
+): Promise<void> {
   const { pack, j, off } = e;
-  const bad = (what: string, code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object'): GitError => pack.corruptObject(off, `${what} at offset ${off}`, code) ?? corrupt(code, pack.packPath, off, what);
-  const dataHash = (): Hash => (delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size)));
+  const bad = (
+    what: string,
+    code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
+  ): GitError =>
+    pack.corruptObject(off, `${what} at offset ${off}`, code) ??
+    corrupt(code, pack.packPath, off, what);
+  const dataHash = (): Hash =>
+    delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size));
   // Each piece is done with before the next is read (zstd copies what it keeps): one buffer each
   // way, no garbage; and a turn for the event loop (a signal's handler, V8's collector) each chunk.
-  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> => sourceObject(e, type, delta, size, noZstdSource, bad, (piece) => (put(piece), turn()), tap, true);
+  const source = (put: (piece: Buffer) => void, tap?: Hash): Promise<void> =>
+    sourceObject(
+      e,
+      type,
+      delta,
+      size,
+      noZstdSource,
+      bad,
+      (piece) => (put(piece), turn()),
+      tap,
+      true,
+    );
   const framed = out.level !== 0 && (await framesShorter(out, size, source));
   begin();
   const read = dataHash();
@@ -187,10 +275,12 @@ export async function zstdStreaming(e: SourceEntry, type: number, delta: boolean
     };
     await source((piece) => put(writer.feed(piece)), read);
     put(writer.end());
-    if (len >= size || !check.ended() || !back.digest().equals(read.copy().digest())) throw bad('entry re-encoded does not decompress to the same bytes', 'verify-failed');
+    if (len >= size || !check.ended() || !back.digest().equals(read.copy().digest()))
+      throw bad('entry re-encoded does not decompress to the same bytes', 'verify-failed');
   }
   const got = read.digest();
-  if (!delta && !got.equals(pack.idx.idAt(j))) throw bad(`object hashes to ${toHex(got)}, expected ${toHex(pack.idx.idAt(j))}`);
+  if (!delta && !got.equals(pack.idx.idAt(j)))
+    throw bad(`object hashes to ${toHex(got)}, expected ${toHex(pack.idx.idAt(j))}`);
 }
 
 /** Stops a first reading of an entry early (what it had to tell is known). */
@@ -203,7 +293,11 @@ const ENOUGH = new Error('enough read');
  * `size`: compressible data is read only in part (1% of it when it halves); incompressible data
  * is read to the end, and then stored plain. The same bytes give the same frame again.
  */
-async function framesShorter(out: ZstdTarget, size: number, source: (put: (piece: Buffer) => void) => Promise<void>): Promise<boolean> {
+async function framesShorter(
+  out: ZstdTarget,
+  size: number,
+  source: (put: (piece: Buffer) => void) => Promise<void>,
+): Promise<boolean> {
   const writer = out.codec.frameWriter(out.level, out.dict, STREAM_CHUNK);
   let fed = 0;
   let len = 0;
@@ -232,7 +326,17 @@ function noZstdSource(): ZstdCodec {
  * An entry's data (an object's bytes, or a delta's when `delta`, whose chain ends in `type`), a
  * piece at a time, into `put` (and `tap`), every check of its source entry made.
  */
-async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: number, zstd: () => ZstdCodec, bad: (what: string, code?: 'bad-pack') => GitError, put: (piece: Buffer) => Promise<void>, tap: Hash | undefined, reuse: boolean): Promise<void> {
+async function sourceObject(
+  e: SourceEntry,
+  type: number,
+  delta: boolean,
+  size: number,
+  zstd: () => ZstdCodec,
+  bad: (what: string, code?: 'bad-pack') => GitError,
+  put: (piece: Buffer) => Promise<void>,
+  tap: Hash | undefined,
+  reuse: boolean,
+): Promise<void> {
   const { pack, j, off, end, srcHeader } = e;
   let crc = crc32(srcHeader);
   let got = 0;
@@ -246,7 +350,11 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
   function* reads(): Generator<Buffer> {
     for (let p = off + srcHeader.length; p < end; p += STREAM_CHUNK) {
       const n = Math.min(STREAM_CHUNK, end - p);
-      const piece = pack.read(p, n, reuse ? (into ??= Buffer.allocUnsafe(STREAM_CHUNK)).subarray(0, n) : undefined); // else its own buffer: deflate keeps it for a while
+      const piece = pack.read(
+        p,
+        n,
+        reuse ? (into ??= Buffer.allocUnsafe(STREAM_CHUNK)).subarray(0, n) : undefined,
+      ); // else its own buffer: deflate keeps it for a while
       crc = crc32(piece, crc);
       yield piece;
     }
@@ -255,17 +363,28 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
     if (pack.isZpack) {
       // In a zstd pack, data as long as the object is the object itself (stored plain).
       const plain = end - off - srcHeader.length === size;
-      const reader = plain ? undefined : zstd().frameReader(pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT, STREAM_CHUNK, reuse);
-      for (const piece of reads()) for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
+      const reader = plain
+        ? undefined
+        : zstd().frameReader(
+            pack.zstdDicts.dictOfKind[kindOf(type, delta)] ?? NO_DICT,
+            STREAM_CHUNK,
+            reuse,
+          );
+      for (const piece of reads())
+        for (const o of reader === undefined ? [piece] : reader.feed(piece)) await emit(o);
       if (reader !== undefined && !reader.ended()) throw bad('zstd frame ends past the entry');
     } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size, !reuse);
   } catch (err) {
     if (err === ENOUGH) throw err;
     if (err instanceof GitError && err.file === undefined) throw bad(err.message);
-    if (!(err instanceof GitError)) throw bad(`corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`);
+    if (!(err instanceof GitError))
+      throw bad(
+        `corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`,
+      );
     throw err;
   }
-  if (pack.idx.hasCrcs && crc !== pack.idx.crc(j)) throw bad('entry does not match its CRC32 in the index', 'bad-pack');
+  if (pack.idx.hasCrcs && crc !== pack.idx.crc(j))
+    throw bad('entry does not match its CRC32 in the index', 'bad-pack');
   if (got !== size) throw bad(`inflates to ${got} bytes, not the declared ${size}`);
 }
 
@@ -273,7 +392,11 @@ async function sourceObject(e: SourceEntry, type: number, delta: boolean, size: 
  * Deflates the pieces `source` hands to its `put` (which waits while the stream is full) at
  * `level`, each piece of output to `onOut`; resolves with the stream's length.
  */
-async function deflatePieces(level: number, source: (put: (piece: Buffer) => Promise<void>) => Promise<void>, onOut: (c: Buffer) => void): Promise<number> {
+async function deflatePieces(
+  level: number,
+  source: (put: (piece: Buffer) => Promise<void>) => Promise<void>,
+  onOut: (c: Buffer) => void,
+): Promise<number> {
   const d = deflateStream(level);
   let len = 0;
   d.on('data', (c: Buffer) => {
@@ -301,19 +424,35 @@ async function deflatePieces(level: number, source: (put: (piece: Buffer) => Pro
  * buffer of its own when `fresh`); the stream must end exactly at the end of its `dataLen`
  * bytes, and give no more than `size` bytes.
  */
-async function inflatePieces(pieces: Iterable<Buffer>, emit: (o: Buffer) => Promise<void>, dataLen: number, size: number, fresh: boolean): Promise<void> {
-  const it = new Inflater().inflating(pieces, dataLen, Buffer.allocUnsafe(STREAM_CHUNK), size, fresh);
+async function inflatePieces(
+  pieces: Iterable<Buffer>,
+  emit: (o: Buffer) => Promise<void>,
+  dataLen: number,
+  size: number,
+  fresh: boolean,
+): Promise<void> {
+  const it = new Inflater().inflating(
+    pieces,
+    dataLen,
+    Buffer.allocUnsafe(STREAM_CHUNK),
+    size,
+    fresh,
+  );
   let r = it.next();
-  for (; r.done !== true; r = it.next()) await emit(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.length));
+  for (; r.done !== true; r = it.next())
+    await emit(Buffer.from(r.value.buffer, r.value.byteOffset, r.value.length));
   const { produced, consumed, error } = r.value;
   if (error !== undefined) throw new Error(error);
-  if (produced > size) throw new GitError('bad-object', `inflates to more than the declared ${size} bytes`);
-  if (consumed !== dataLen) throw new GitError('bad-object', `zlib stream ends after ${consumed} of ${dataLen} bytes`);
+  if (produced > size)
+    throw new GitError('bad-object', `inflates to more than the declared ${size} bytes`);
+  if (consumed !== dataLen)
+    throw new GitError('bad-object', `zlib stream ends after ${consumed} of ${dataLen} bytes`);
 }
 
 /** A deflate stream at a rewrite level (deflateAt's, a chunk at a time). */
 function deflateStream(level: number): Transform {
   const chunkSize = STREAM_CHUNK;
-  if (level === FIXED_HUFFMAN) return createDeflate({ level: 6, strategy: constants.Z_FIXED, chunkSize });
+  if (level === FIXED_HUFFMAN)
+    return createDeflate({ level: 6, strategy: constants.Z_FIXED, chunkSize });
   return createDeflate({ level, chunkSize });
 }

@@ -7,10 +7,19 @@ import { entryEnd, headerLenOf, isDirect, type Plan } from './plan.js';
  * the same order, at the same offset, with the same header. Then nothing is written at all.
  * 'if-kept': so, if the entries to re-encode all come out as they are (allKept).
  */
-export function sameAsSource(plan: Plan, classify: (s: number) => { type: number; copy: boolean; mayKeep: boolean }): boolean | 'if-kept' {
+export function sameAsSource(
+  plan: Plan,
+  classify: (s: number) => { type: number; copy: boolean; mayKeep: boolean },
+): boolean | 'if-kept' {
   const hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
   const pack = plan.input.packs[0]!;
-  if (plan.input.packs.length !== 1 || plan.input.loose.length > 0 || plan.excluded > 0 || plan.duplicatesDropped > 0) return false;
+  if (
+    plan.input.packs.length !== 1 ||
+    plan.input.loose.length > 0 ||
+    plan.excluded > 0 ||
+    plan.duplicatesDropped > 0
+  )
+    return false;
   if (pack.isZpack || plan.n !== pack.count) return false;
   const scan = plan.scans[0]!;
   let off = 12;

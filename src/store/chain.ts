@@ -5,7 +5,11 @@ import { NO_PARENT, type PackScan } from './pack-scan.js';
  * links of a scan: an explicit walk up each chain with memoisation, never recursion. Entries whose
  * chain does not reach a non-delta base (external or broken) get type 0.
  */
-export function resolveChains(scan: PackScan, order: Uint32Array, maxDepth = 1 << 16): { realType: Uint8Array; depth: Uint16Array } {
+export function resolveChains(
+  scan: PackScan,
+  order: Uint32Array,
+  maxDepth = 1 << 16,
+): { realType: Uint8Array; depth: Uint16Array } {
   const n = scan.parent.length;
   const realType = new Uint8Array(n);
   const depth = new Uint16Array(n);

@@ -86,7 +86,14 @@ export function readPlainConfig(source: ConfigSource): GitConfig | undefined {
 function configEnv(source: ConfigSource): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...source.env };
   // What would make the child look at another repository or object directory, or read one file only.
-  for (const k of ['GIT_CONFIG', 'GIT_WORK_TREE', 'GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_COMMON_DIR']) delete env[k];
+  for (const k of [
+    'GIT_CONFIG',
+    'GIT_WORK_TREE',
+    'GIT_OBJECT_DIRECTORY',
+    'GIT_ALTERNATE_OBJECT_DIRECTORIES',
+    'GIT_COMMON_DIR',
+  ])
+    delete env[k];
   if (source.repo !== undefined) {
     env.GIT_DIR = source.repo.gitDir;
     env.GIT_COMMON_DIR = source.repo.commonDir;
@@ -101,7 +108,12 @@ function configEnv(source: ConfigSource): NodeJS.ProcessEnv {
 
 /** `git config --list -z` run where git would read it, with git's own precedence and includes. */
 export function readConfigFromGit(source: ConfigSource, args: string[] = ['--list']): GitConfig {
-  const r = spawnSync('git', ['config', '-z', ...args], { env: configEnv(source), cwd: source.cwd, encoding: 'buffer', maxBuffer: 1 << 28 });
+  const r = spawnSync('git', ['config', '-z', ...args], {
+    env: configEnv(source),
+    cwd: source.cwd,
+    encoding: 'buffer',
+    maxBuffer: 1 << 28,
+  });
   if (r.error) throw new GitError('bad-config', `cannot run git config: ${r.error.message}`);
   if (r.status !== 0) {
     const msg = r.stderr.toString().trim();
@@ -121,7 +133,8 @@ export function readConfigFromGit(source: ConfigSource, args: string[] = ['--lis
 export function loadConfigFile(path: string, env: NodeJS.ProcessEnv): GitConfig {
   const text = readConfigFile(path);
   const entries = new Map<string, (string | null)[]>();
-  if (text !== undefined && parsePlainConfig(text, entries, { includes: 'literal' })) return new GitConfig(entries);
+  if (text !== undefined && parsePlainConfig(text, entries, { includes: 'literal' }))
+    return new GitConfig(entries);
   return readConfigFromGit({ cwd: '/', env }, ['--file', path, '--list']);
 }
 
@@ -141,7 +154,11 @@ const ENTRY = /^([A-Za-z][A-Za-z0-9-]*)[ \t]*(?:=([^"\\#;]*))?$/;
  * anything else (quotes, escapes, comments after a value, continuation lines, a header and an entry
  * on one line, includes unless `includes: 'literal'`…): then git reads it.
  */
-export function parsePlainConfig(text: string, out: Map<string, (string | null)[]>, opts: { includes?: 'refuse' | 'literal' } = {}): boolean {
+export function parsePlainConfig(
+  text: string,
+  out: Map<string, (string | null)[]>,
+  opts: { includes?: 'refuse' | 'literal' } = {},
+): boolean {
   let section: string | undefined;
   // get_next_char reads CR LF as LF.
   for (const raw of text.split('\n')) {
@@ -158,7 +175,8 @@ export function parsePlainConfig(text: string, out: Map<string, (string | null)[
     const m = ENTRY.exec(line);
     if (!m || section === undefined) return false;
     const key = `${section}.${m[1]!.toLowerCase()}`;
-    const value = m[2] === undefined ? null : m[2].replace(/^[ \t\r]+|[ \t\r]+$/g, '').replace(/[ \t\r]/g, ' ');
+    const value =
+      m[2] === undefined ? null : m[2].replace(/^[ \t\r]+|[ \t\r]+$/g, '').replace(/[ \t\r]/g, ' ');
     const list = out.get(key);
     if (list) list.push(value);
     else out.set(key, [value]);

@@ -66,7 +66,12 @@ export class GitConfig {
 }
 
 /** Keys git 2.39 parses with git_config_ulong (config.c, git_default_core_config). */
-const ULONG_KEYS = new Set(['core.bigfilethreshold', 'core.packedgitwindowsize', 'core.packedgitlimit', 'core.deltabasecachelimit']);
+const ULONG_KEYS = new Set([
+  'core.bigfilethreshold',
+  'core.packedgitwindowsize',
+  'core.packedgitlimit',
+  'core.deltabasecachelimit',
+]);
 
 /** Section and variable lower-cased, the subsection kept (git_config_parse_key). */
 export function normalizeKey(key: string): string {
@@ -127,7 +132,11 @@ function strtoBase0(s: string): { negative: boolean; magnitude: bigint; end: num
   if (s[i] === '+' || s[i] === '-') negative = s[i++] === '-';
   let digits: RegExp;
   let base: bigint;
-  if (s[i] === '0' && (s[i + 1] === 'x' || s[i + 1] === 'X') && /[0-9a-fA-F]/.test(s[i + 2] ?? '')) {
+  if (
+    s[i] === '0' &&
+    (s[i + 1] === 'x' || s[i + 1] === 'X') &&
+    /[0-9a-fA-F]/.test(s[i + 2] ?? '')
+  ) {
     i += 2;
     digits = /^[0-9a-fA-F]+/;
     base = 16n;
@@ -192,14 +201,21 @@ export function parseConfigUlong(value: string): number | NumberProblem {
 
 /** git's `die_bad_number` (without the origin of the value, which git adds). */
 export function badNumber(key: string, value: string, why: NumberProblem): GitError {
-  return new GitError('bad-config', `bad numeric config value '${value}' for '${normalizeKey(key)}': ${why}`);
+  return new GitError(
+    'bad-config',
+    `bad numeric config value '${value}' for '${normalizeKey(key)}': ${why}`,
+  );
 }
 
 /**
  * A zlib level as git_default_core_config (`zlib`) and git_pack_config (`pack`) read one: each
  * value in turn an int, then -1 or 0..9, else git dies with its message; the last one counts.
  */
-export function compressionLevel(config: GitConfig, key: string, what: 'zlib' | 'pack'): number | undefined {
+export function compressionLevel(
+  config: GitConfig,
+  key: string,
+  what: 'zlib' | 'pack',
+): number | undefined {
   const name = normalizeKey(key);
   let level: number | undefined;
   for (const v of config.getRaw(name)) {
@@ -224,7 +240,8 @@ export function parseConfigBool(v: string | null): boolean | undefined {
 /** `git_config_bool`: a value that is no boolean is fatal, in git's words. */
 export function configBool(key: string, v: string | null): boolean {
   const b = parseConfigBool(v);
-  if (b === undefined) throw new GitError('bad-config', `bad boolean config value '${v}' for '${key}'`);
+  if (b === undefined)
+    throw new GitError('bad-config', `bad boolean config value '${v}' for '${key}'`);
   return b;
 }
 

@@ -1,4 +1,13 @@
-import { appendFileSync, closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import {
+  appendFileSync,
+  closeSync,
+  fsyncSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { forgetOnSignal, removeOnSignal } from '../cleanup.js';
@@ -43,10 +52,18 @@ export function armFaults(spec: string | undefined, trace: string | undefined): 
     // Parsed from the right: the point name may itself contain a colon (`phase:fsck:2:stop`).
     const bits = part.split(':');
     const last = bits[bits.length - 1]!;
-    const action = bits.length > 1 && (last === 'kill' || last === 'stop' || Object.hasOwn(ERRNO, last)) ? bits.pop()! : 'kill';
+    const action =
+      bits.length > 1 && (last === 'kill' || last === 'stop' || Object.hasOwn(ERRNO, last))
+        ? bits.pop()!
+        : 'kill';
     const n = bits.length > 1 && /^\d+$/.test(bits[bits.length - 1]!) ? Number(bits.pop()) : 1;
     const point = bits.join(':');
-    const match = point === '*' ? () => true : point.endsWith('*') ? (p: string) => p.startsWith(point.slice(0, -1)) : (p: string) => p === point;
+    const match =
+      point === '*'
+        ? () => true
+        : point.endsWith('*')
+          ? (p: string) => p.startsWith(point.slice(0, -1))
+          : (p: string) => p === point;
     faultRules.push({ match, n: Math.max(1, n), action, seen: 0 });
   }
 }
@@ -63,7 +80,9 @@ export function fault(point: string, detail = ''): void {
       const e = Object.hasOwn(ERRNO, r.action) ? ERRNO[r.action] : undefined;
       if (e === undefined) continue;
       const syscall = /^(write|fsync|rename|unlink|link|mkdir)/.exec(point)?.[1] ?? 'open';
-      const err = new Error(`${r.action.toUpperCase()}: ${e.text}, ${syscall}${detail ? ` '${detail}'` : ''}`) as NodeJS.ErrnoException;
+      const err = new Error(
+        `${r.action.toUpperCase()}: ${e.text}, ${syscall}${detail ? ` '${detail}'` : ''}`,
+      ) as NodeJS.ErrnoException;
       err.code = r.action.toUpperCase();
       err.errno = e.errno;
       err.syscall = syscall;
@@ -74,7 +93,9 @@ export function fault(point: string, detail = ''): void {
 }
 
 /** A progress callback whose every report is also a fault point (`progress:<phase>`), as the rewrite's. */
-export function withFaultPoints(onProgress: ((phase: string, done: number, total: number) => void) | undefined): (phase: string, done: number, total: number) => void {
+export function withFaultPoints(
+  onProgress: ((phase: string, done: number, total: number) => void) | undefined,
+): (phase: string, done: number, total: number) => void {
   return (phase, done, total) => {
     fault(`progress:${phase}`, `${done}/${total}`);
     onProgress?.(phase, done, total);
@@ -82,7 +103,9 @@ export function withFaultPoints(onProgress: ((phase: string, done: number, total
 }
 
 export function tmpPath(packDir: string, kind: string): string {
-  return removeOnSignal(join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`));
+  return removeOnSignal(
+    join(packDir, `tmp_${kind}_${TMP_TAG}${process.pid}_${randomBytes(4).toString('hex')}`),
+  );
 }
 
 /** Pid of the process that made one of our temporary files, or undefined if it is not ours. */
@@ -98,7 +121,11 @@ export function writeFileDurable(path: string, data: Uint8Array, mode = 0o444): 
 }
 
 /** The same for content produced piece by piece (`produce` calls `write` for each piece). */
-export function writeChunksDurable(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode = 0o444): void {
+export function writeChunksDurable(
+  path: string,
+  produce: (write: (chunk: Uint8Array) => void) => void,
+  mode = 0o444,
+): void {
   const fd = writeChunks(path, produce, mode);
   try {
     fsyncSync(fd);
@@ -111,12 +138,20 @@ export function writeChunksDurable(path: string, produce: (write: (chunk: Uint8A
  * `writeChunksDurable` whose fsync and close go on on libuv's threadpool: the promise resolves
  * once the file is on disk, and must be awaited before the file counts (is renamed into place).
  */
-export function writeChunksSyncing(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode = 0o444): Promise<void> {
+export function writeChunksSyncing(
+  path: string,
+  produce: (write: (chunk: Uint8Array) => void) => void,
+  mode = 0o444,
+): Promise<void> {
   return syncAndClose(writeChunks(path, produce, mode));
 }
 
 /** Exclusive create and write, up to the fsync (the fault points before it included); the fd is the caller's. */
-function writeChunks(path: string, produce: (write: (chunk: Uint8Array) => void) => void, mode: number): number {
+function writeChunks(
+  path: string,
+  produce: (write: (chunk: Uint8Array) => void) => void,
+  mode: number,
+): number {
   fault('create', path);
   const fd = openSync(path, 'wx', mode);
   try {

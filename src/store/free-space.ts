@@ -31,7 +31,8 @@ export function availableBytes(dir: string, statfs: Statfs = statfsSync): number
 }
 
 const MiB = 1 << 20;
-const fmt = (n: number): string => (n >= 10 * 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : `${(n / MiB).toFixed(2)} MiB`);
+const fmt = (n: number): string =>
+  n >= 10 * 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : `${(n / MiB).toFixed(2)} MiB`;
 
 /**
  * Refuses, before anything is written, a write of about `need` bytes into `dir` that the
@@ -46,5 +47,9 @@ export function ensureFreeSpace(dir: string, need: number, what: string, statfs?
   const want = need + Math.ceil(need / 64) + 64 * 1024;
   if (avail >= want) return;
   // git's words for a full disk (strerror), as the write would have said them; nothing is changed yet.
-  throw new GitError('io', `${dir}: No space left on device for ${what} (about ${fmt(want)} needed, ${fmt(avail)} available); nothing was changed`, { file: dir });
+  throw new GitError(
+    'io',
+    `${dir}: No space left on device for ${what} (about ${fmt(want)} needed, ${fmt(avail)} available); nothing was changed`,
+    { file: dir },
+  );
 }

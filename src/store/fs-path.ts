@@ -21,12 +21,16 @@ export function withExt(p: FsPath, ext: string): FsPath {
 
 /** `p` with its extension `from` (which it has) replaced by `to`. */
 export function swapExt(p: FsPath, from: string, to: string): FsPath {
-  return typeof p === 'string' ? p.slice(0, -from.length) + to : Buffer.concat([p.subarray(0, p.length - from.length), Buffer.from(to)]);
+  return typeof p === 'string'
+    ? p.slice(0, -from.length) + to
+    : Buffer.concat([p.subarray(0, p.length - from.length), Buffer.from(to)]);
 }
 
 /** Does `p` end with `ext` (an ASCII extension)? */
 export function hasExt(p: FsPath, ext: string): boolean {
-  return typeof p === 'string' ? p.endsWith(ext) : p.subarray(p.length - ext.length).toString('latin1') === ext;
+  return typeof p === 'string'
+    ? p.endsWith(ext)
+    : p.subarray(p.length - ext.length).toString('latin1') === ext;
 }
 
 /** `p` for messages: itself, or its bytes read as UTF-8 (U+FFFD for each byte that is not). */

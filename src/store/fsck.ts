@@ -34,7 +34,12 @@ export async function runGitFsck(
   // only once an object is missing: with one, git parses every object of every promisor pack to
   // list what they promise (jq: 3.6 s against 0.23 s for --connectivity-only).
   const first = await run(false);
-  if (first.ok || opts.assumePromisor !== true || !onlyMissingObjects(first.output, hexLenOf(first.output))) return first;
+  if (
+    first.ok ||
+    opts.assumePromisor !== true ||
+    !onlyMissingObjects(first.output, hexLenOf(first.output))
+  )
+    return first;
   return run(true);
 }
 
@@ -45,27 +50,44 @@ const OUTPUT_LIMIT = 1 << 28;
  * Runs git without holding the event loop (a SIGTERM to us meanwhile is passed on to it, as git's
  * run-command does, `killOnSignal`): ok on exit 0, and its stdout then stderr, trimmed.
  */
-function runChild(what: string, args: string[], o: { env: NodeJS.ProcessEnv; cwd: string }): Promise<{ ok: boolean; output: string }> {
+function runChild(
+  what: string,
+  args: string[],
+  o: { env: NodeJS.ProcessEnv; cwd: string },
+): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve, reject) => {
     const child = killOnSignal(spawn('git', args, { ...o, stdio: ['ignore', 'pipe', 'pipe'] }));
     const kept = { out: [] as Buffer[], err: [] as Buffer[], bytes: 0 };
-    const keep = (into: Buffer[]) => (b: Buffer): void => {
-      if (kept.bytes < OUTPUT_LIMIT) into.push(b);
-      kept.bytes += b.length;
-    };
+    const keep =
+      (into: Buffer[]) =>
+      (b: Buffer): void => {
+        if (kept.bytes < OUTPUT_LIMIT) into.push(b);
+        kept.bytes += b.length;
+      };
     child.stdout.on('data', keep(kept.out));
     child.stderr.on('data', keep(kept.err));
     child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${e.message}` }));
     child.on('close', (code, signal) => {
       if (signal !== null) reject(new KilledBySignal(what, signal));
-      else resolve({ ok: code === 0, output: Buffer.concat([...kept.out, ...kept.err]).toString('utf8').trim() });
+      else
+        resolve({
+          ok: code === 0,
+          output: Buffer.concat([...kept.out, ...kept.err])
+            .toString('utf8')
+            .trim(),
+        });
     });
   });
 }
 
 /** git run on the repository as seen through `objectsDir`. */
 function viewEnv(gitDir: string, objectsDir: string, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const childEnv: NodeJS.ProcessEnv = { ...env, GIT_DIR: gitDir, GIT_OBJECT_DIRECTORY: objectsDir, GIT_NO_LAZY_FETCH: '1' };
+  const childEnv: NodeJS.ProcessEnv = {
+    ...env,
+    GIT_DIR: gitDir,
+    GIT_OBJECT_DIRECTORY: objectsDir,
+    GIT_NO_LAZY_FETCH: '1',
+  };
   delete childEnv.GIT_WORK_TREE;
   delete childEnv.GIT_ALTERNATE_OBJECT_DIRECTORIES;
   return childEnv;
@@ -79,7 +101,10 @@ function hexLenOf(output: string): number {
 /** Is every line of git fsck's output a complaint about a missing object? */
 function onlyMissingObjects(output: string, hexLen: number): boolean {
   const patterns = missingObjectPatterns(hexLen);
-  const lines = output.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const lines = output
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
   return lines.length > 0 && lines.every((l) => patterns.some((p) => p.test(l)));
 }
 
@@ -111,10 +136,34 @@ export interface IndexPackStream {
  * every `.gitattributes` and `.gitmodules` blob a tree names, which that pack does not hold (and a
  * partial clone may not). Nothing of it is kept, so git need not fsync it (`core.fsync=none`).
  */
-export function indexPackStream(gitDir: string, packOut: string, idxOut: string, emptyObjectsDir: string, env: NodeJS.ProcessEnv): IndexPackStream {
+export function indexPackStream(
+  gitDir: string,
+  packOut: string,
+  idxOut: string,
+  emptyObjectsDir: string,
+  env: NodeJS.ProcessEnv,
+): IndexPackStream {
   // Version 2 whatever pack.indexVersion says: `wholeNotIndexed` reads it.
-  const args = ['-c', 'core.fsync=none', '-c', 'core.fsyncObjectFiles=false', 'index-pack', '--stdin', '--index-version=2', '--no-rev-index', '-o', idxOut, packOut];
-  const child = killOnSignal(spawn('git', args, { env: viewEnv(gitDir, emptyObjectsDir, env), cwd: gitDir, stdio: ['pipe', 'pipe', 'pipe'] }));
+  const args = [
+    '-c',
+    'core.fsync=none',
+    '-c',
+    'core.fsyncObjectFiles=false',
+    'index-pack',
+    '--stdin',
+    '--index-version=2',
+    '--no-rev-index',
+    '-o',
+    idxOut,
+    packOut,
+  ];
+  const child = killOnSignal(
+    spawn('git', args, {
+      env: viewEnv(gitDir, emptyObjectsDir, env),
+      cwd: gitDir,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    }),
+  );
   const out: Buffer[] = [];
   let bytes = 0;
   const keep = (b: Buffer): void => {
@@ -127,12 +176,20 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
   let closed = false;
   const pipeClosed = pipeToChild();
   child.stdin.on('error', () => (closed = true));
-  const stdinClosed = new Promise<void>((res) => child.stdin.on('close', () => res(void (closed = true))));
+  const stdinClosed = new Promise<void>((res) =>
+    child.stdin.on('close', () => res(void (closed = true))),
+  );
   const result = new Promise<{ ok: boolean; output: string }>((resolve, reject) => {
-    child.on('error', (e) => resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }));
+    child.on('error', (e) =>
+      resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }),
+    );
     child.on('close', (code, signal) => {
       if (signal !== null && !stopped) reject(new KilledBySignal('git index-pack', signal));
-      else resolve({ ok: code === 0, output: stopped ? 'stopped' : Buffer.concat(out).toString('utf8').trim() });
+      else
+        resolve({
+          ok: code === 0,
+          output: stopped ? 'stopped' : Buffer.concat(out).toString('utf8').trim(),
+        });
     });
   });
   let stopped = false;
@@ -140,7 +197,8 @@ export function indexPackStream(gitDir: string, packOut: string, idxOut: string,
   // of the event loop: the pipe counts as open until git's exit and the pipe's end have been seen
   // (no write after that) and a turn has passed. A run that stops git (kill) leaves it open: it
   // is ending anyway.
-  const afterwards = <T>(then: () => T): Promise<T> => stdinClosed.then(() => new Promise<T>((res) => setImmediate(() => res(then()))));
+  const afterwards = <T>(then: () => T): Promise<T> =>
+    stdinClosed.then(() => new Promise<T>((res) => setImmediate(() => res(then()))));
   const settled: Promise<{ ok: boolean; output: string }> = result.then(
     (r) => afterwards(() => (stopped || pipeClosed(), r)),
     (e: unknown) =>
@@ -200,7 +258,13 @@ function missingObjectPatterns(hexLen: number): RegExp[] {
  * exists in the repository now. Such complaints are not a consequence of the rewrite, which
  * removes nothing it did not list. Anything else, or any doubt, is a real problem.
  */
-export function onlyObjectsWrittenMeanwhile(output: string, hexLen: number, listed: (hex: string) => boolean, gitDir: string, env: NodeJS.ProcessEnv): boolean {
+export function onlyObjectsWrittenMeanwhile(
+  output: string,
+  hexLen: number,
+  listed: (hex: string) => boolean,
+  gitDir: string,
+  env: NodeJS.ProcessEnv,
+): boolean {
   const patterns = missingObjectPatterns(hexLen);
   const ids = new Set<string>();
   for (const raw of output.split('\n')) {
@@ -214,7 +278,12 @@ export function onlyObjectsWrittenMeanwhile(output: string, hexLen: number, list
   for (const id of ids) if (listed(id)) return false;
   const childEnv: NodeJS.ProcessEnv = { ...env, GIT_DIR: gitDir };
   delete childEnv.GIT_OBJECT_DIRECTORY;
-  const r = spawnSync('git', ['cat-file', '--batch-check=%(objectname)'], { env: childEnv, cwd: gitDir, input: [...ids].join('\n') + '\n', encoding: 'utf8' });
+  const r = spawnSync('git', ['cat-file', '--batch-check=%(objectname)'], {
+    env: childEnv,
+    cwd: gitDir,
+    input: [...ids].join('\n') + '\n',
+    encoding: 'utf8',
+  });
   if (r.status !== 0) return false;
   const present = new Set(r.stdout.split('\n').filter((l) => /^[0-9a-f]+$/.test(l)));
   return [...ids].every((id) => present.has(id));

@@ -20,7 +20,12 @@ import { openRegular, readRegular } from './regular.js';
  * `.pack`'s trailer is the hash in its name and the checksum the index records, and the index has
  * the checksum `idxSum` (when one was recorded).
  */
-export function checkedIdx(base: string, algo: HashAlgo, idxSum?: string, idxFile = base + '.idx'): PackIndex | undefined {
+export function checkedIdx(
+  base: string,
+  algo: HashAlgo,
+  idxSum?: string,
+  idxFile = base + '.idx',
+): PackIndex | undefined {
   try {
     const idx = parseIdx(readRegular(idxFile), algo, idxFile);
     const want = PACK_NAME.exec(basename(base))?.[1];
@@ -30,7 +35,8 @@ export function checkedIdx(base: string, algo: HashAlgo, idxSum?: string, idxFil
     try {
       const size = statSync(base + '.pack').size;
       const trailer = Buffer.alloc(algo.len);
-      if (size < algo.len || readSync(fd, trailer, 0, algo.len, size - algo.len) !== algo.len) return undefined;
+      if (size < algo.len || readSync(fd, trailer, 0, algo.len, size - algo.len) !== algo.len)
+        return undefined;
       return trailer.equals(idx.packChecksum) ? idx : undefined;
     } finally {
       closeSync(fd);
@@ -50,13 +56,22 @@ export function readIdx(file: string, algo: HashAlgo): PackIndex | undefined {
 }
 
 /** How many ids of `idx` no prover holds (nor, given `objectsDir`, a loose object). */
-export function missingFrom(idx: PackIndex, algo: HashAlgo, provers: PackIndex[], objectsDir?: string): number {
+export function missingFrom(
+  idx: PackIndex,
+  algo: HashAlgo,
+  provers: PackIndex[],
+  objectsDir?: string,
+): number {
   const ids = idx.ids;
   let missing = 0;
   for (let i = 0; i < idx.count; i++) {
     const pos = i * algo.len;
     if (provers.some((p) => p.find(ids, pos) >= 0)) continue;
-    if (objectsDir !== undefined && exists(loosePath(objectsDir, ids.subarray(pos, pos + algo.len)))) continue;
+    if (
+      objectsDir !== undefined &&
+      exists(loosePath(objectsDir, ids.subarray(pos, pos + algo.len)))
+    )
+      continue;
     missing++;
   }
   return missing;
@@ -70,7 +85,9 @@ export function packsWith(packDir: string, ext: string): string[] {
   } catch {
     return [];
   }
-  return names.filter((n) => n.endsWith(ext) && PACK_NAME.test(n.slice(0, -ext.length))).map((n) => join(packDir, n.slice(0, -ext.length)));
+  return names
+    .filter((n) => n.endsWith(ext) && PACK_NAME.test(n.slice(0, -ext.length)))
+    .map((n) => join(packDir, n.slice(0, -ext.length)));
 }
 
 export function exists(p: string): boolean {

@@ -65,8 +65,24 @@ export function journalPath(objectsDir: string): string {
 }
 
 /** A journal for this run (the lock's owner). */
-export function newJournal(lock: RepoLock, packs: JournalPack[], installed: string[], remove: string[], midx: Journal['midx']): Journal {
-  return { version: VERSION, pid: lock.owner.pid, host: lock.owner.host, uid: getuid?.() ?? -1, nonce: lock.owner.nonce, packs, installed, remove, midx };
+export function newJournal(
+  lock: RepoLock,
+  packs: JournalPack[],
+  installed: string[],
+  remove: string[],
+  midx: Journal['midx'],
+): Journal {
+  return {
+    version: VERSION,
+    pid: lock.owner.pid,
+    host: lock.owner.host,
+    uid: getuid?.() ?? -1,
+    nonce: lock.owner.nonce,
+    packs,
+    installed,
+    remove,
+    midx,
+  };
 }
 
 /** A pack for the journal: its name and the checksum at the end of its `.idx` (wherever that is now). */
@@ -84,7 +100,12 @@ export function journalPack(name: string, idxPath: string, algo: HashAlgo): Jour
 }
 
 /** Writes the journal; `adopting` one already there, a failure leaves that one in place. */
-export function writeJournal(objectsDir: string, j: Journal, shared: number, adopting = false): void {
+export function writeJournal(
+  objectsDir: string,
+  j: Journal,
+  shared: number,
+  adopting = false,
+): void {
   const path = journalPath(objectsDir);
   try {
     unlinkIfExists(path + '.tmp');
@@ -125,7 +146,8 @@ export function rollbackInstall(packDir: string, names: string[]): string[] {
   for (const name of names) {
     const b = join(packDir, name);
     if (exists(b + '.idx')) continue;
-    for (const ext of ['.pack', '.rev', '.bitmap', '.promisor']) if (unlinkIfExists(b + ext)) taken.push(b + ext);
+    for (const ext of ['.pack', '.rev', '.bitmap', '.promisor'])
+      if (unlinkIfExists(b + ext)) taken.push(b + ext);
   }
   if (taken.length > 0) fsyncDir(packDir);
   return taken;
@@ -151,20 +173,27 @@ export function recoverJournal(r: Recovery): string[] {
   const found = readTiedJournal(path, r.lock, r.algo);
   // A journal never completed (nothing had been installed); only a file of ours, links are not followed.
   const tmp = readSmallFile(path + '.tmp', 0);
-  if (tmp !== undefined && 'st' in tmp && tmp.st.uid === (getuid?.() ?? tmp.st.uid)) unlinkIfExists(path + '.tmp');
+  if (tmp !== undefined && 'st' in tmp && tmp.st.uid === (getuid?.() ?? tmp.st.uid))
+    unlinkIfExists(path + '.tmp');
   if (found === undefined) return [];
   // Adopted before anything is done: a kill of this run leaves a journal tied to this run's lock.
   const j = { ...found.j, pid: r.lock.owner.pid, nonce: r.lock.owner.nonce };
   writeJournal(r.objectsDir, j, r.shared, true);
   const packDir = join(r.objectsDir, 'pack');
-  const installedOk = j.installed.every((b) => exists(join(packDir, b + '.idx')) && exists(join(packDir, b + '.pack')));
+  const installedOk = j.installed.every(
+    (b) => exists(join(packDir, b + '.idx')) && exists(join(packDir, b + '.pack')),
+  );
   const done = installedOk ? finishRemovals(r, j, found.mtimeMs) : rollBack(r, j);
   unlinkIfExists(path);
   return done;
 }
 
 /** The journal at `path` when it is tied to the killed or failed run of ours (see above); throws otherwise. */
-function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): { j: Journal; mtimeMs: number } | undefined {
+function readTiedJournal(
+  path: string,
+  lock: RepoLock,
+  algo: HashAlgo,
+): { j: Journal; mtimeMs: number } | undefined {
   const f = readSmallFile(path, MAX_JOURNAL_BYTES);
   if (f === undefined) return undefined;
   const refuse = (why: string): never => {
@@ -187,27 +216,72 @@ function readTiedJournal(path: string, lock: RepoLock, algo: HashAlgo): { j: Jou
   if (j === undefined) return refuse('not a journal of this version of git repack-ts');
   const uid = getuid?.() ?? -1;
   if (j.host !== hostname()) return refuse(`written on host '${j.host}'`);
-  if (j.uid !== uid || f.st.uid !== uid) return refuse(`written by uid ${j.uid} (file owned by ${f.st.uid}), not ${uid}`);
+  if (j.uid !== uid || f.st.uid !== uid)
+    return refuse(`written by uid ${j.uid} (file owned by ${f.st.uid}), not ${uid}`);
   const prev = lock.previous;
-  if (prev === undefined) return refuse(`its run (pid ${j.pid}) left no lock for this run to take over (a copied or restored journal?)`);
+  if (prev === undefined)
+    return refuse(
+      `its run (pid ${j.pid}) left no lock for this run to take over (a copied or restored journal?)`,
+    );
   // The lock of the run that wrote it, or of a run that took that lock over and was killed before it adopted the journal.
-  const tied = prev.host === j.host && ((prev.pid === j.pid && prev.nonce === j.nonce) || prev.pending === j.nonce);
-  if (!tied) return refuse(`the lock this run took over was another run's (pid ${prev.pid}), not the lock of the run that wrote it (pid ${j.pid})`);
+  const tied =
+    prev.host === j.host &&
+    ((prev.pid === j.pid && prev.nonce === j.nonce) || prev.pending === j.nonce);
+  if (!tied)
+    return refuse(
+      `the lock this run took over was another run's (pid ${prev.pid}), not the lock of the run that wrote it (pid ${j.pid})`,
+    );
   return { j, mtimeMs: f.st.mtimeMs };
 }
 
 function parseJournal(raw: Partial<Journal>, len: number): Journal | undefined {
-  const names = (v: unknown): string[] | undefined => (Array.isArray(v) && v.every((b) => typeof b === 'string' && PACK_NAME.exec(b)?.[1]?.length === 2 * len) ? (v as string[]) : undefined);
+  const names = (v: unknown): string[] | undefined =>
+    Array.isArray(v) &&
+    v.every((b) => typeof b === 'string' && PACK_NAME.exec(b)?.[1]?.length === 2 * len)
+      ? (v as string[])
+      : undefined;
   const packOk = (p: JournalPack): boolean =>
-    p !== null && typeof p === 'object' && names([p.name]) !== undefined && typeof p.idx === 'string' && /^[0-9a-f]+$/.test(p.idx) && p.idx.length === 2 * len && (p.from === undefined || (typeof p.from === 'string' && TMP_IDX.test(p.from)));
-  const packs = Array.isArray(raw.packs) && raw.packs.every(packOk) ? raw.packs.map((p) => ({ name: p.name, idx: p.idx, from: p.from })) : undefined;
+    p !== null &&
+    typeof p === 'object' &&
+    names([p.name]) !== undefined &&
+    typeof p.idx === 'string' &&
+    /^[0-9a-f]+$/.test(p.idx) &&
+    p.idx.length === 2 * len &&
+    (p.from === undefined || (typeof p.from === 'string' && TMP_IDX.test(p.from)));
+  const packs =
+    Array.isArray(raw.packs) && raw.packs.every(packOk)
+      ? raw.packs.map((p) => ({ name: p.name, idx: p.idx, from: p.from }))
+      : undefined;
   const installed = names(raw.installed);
   const remove = names(raw.remove);
-  if (raw.version !== VERSION || packs === undefined || installed === undefined || remove === undefined) return undefined;
-  if (!Number.isSafeInteger(raw.pid) || !Number.isSafeInteger(raw.uid) || typeof raw.host !== 'string' || typeof raw.nonce !== 'string' || !/^[0-9a-f]{32}$/.test(raw.nonce)) return undefined;
+  if (
+    raw.version !== VERSION ||
+    packs === undefined ||
+    installed === undefined ||
+    remove === undefined
+  )
+    return undefined;
+  if (
+    !Number.isSafeInteger(raw.pid) ||
+    !Number.isSafeInteger(raw.uid) ||
+    typeof raw.host !== 'string' ||
+    typeof raw.nonce !== 'string' ||
+    !/^[0-9a-f]{32}$/.test(raw.nonce)
+  )
+    return undefined;
   if (!installed.every((n) => packs.some((p) => p.name === n))) return undefined;
   const midx = { rewrite: raw.midx?.rewrite === true, bitmap: raw.midx?.bitmap === true };
-  return { version: VERSION, pid: raw.pid!, host: raw.host, uid: raw.uid!, nonce: raw.nonce, packs, installed, remove, midx };
+  return {
+    version: VERSION,
+    pid: raw.pid!,
+    host: raw.host,
+    uid: raw.uid!,
+    nonce: raw.nonce,
+    packs,
+    installed,
+    remove,
+    midx,
+  };
 }
 
 /** The warning for a `.pack` without `.idx` that nothing proves redundant. */
@@ -230,7 +304,10 @@ function rollBack(r: Recovery, j: Journal): string[] {
     if (exists(b + '.idx')) continue;
     const rec = j.packs.find((p) => p.name === name);
     if (exists(b + '.pack')) {
-      const idx = rec?.from === undefined ? undefined : checkedIdx(b, r.algo, rec.idx, join(packDir, rec.from));
+      const idx =
+        rec?.from === undefined
+          ? undefined
+          : checkedIdx(b, r.algo, rec.idx, join(packDir, rec.from));
       provers ??= packsWith(packDir, '.idx').flatMap((o) => checkedIdx(o, r.algo) ?? []);
       if (idx === undefined || missingFrom(idx, r.algo, provers, r.objectsDir) !== 0) {
         r.warn(idxlessLeft(b));
@@ -251,7 +328,10 @@ function finishRemovals(r: Recovery, j: Journal, journalTime: number): string[] 
   const packDir = join(r.objectsDir, 'pack');
   const provers = journalProvers(r, j);
   if (provers === undefined) return [];
-  const removable = j.remove.filter((name) => !j.packs.some((p) => p.name === name)).map((name) => join(packDir, name)).filter((b) => redundant(r, b, provers));
+  const removable = j.remove
+    .filter((name) => !j.packs.some((p) => p.name === name))
+    .map((name) => join(packDir, name))
+    .filter((b) => redundant(r, b, provers));
   // As in the run itself: a multi-pack-index naming a pack we remove goes first.
   if (j.midx.rewrite && removable.length > 0) {
     const mf = midxFiles(r.objectsDir);
@@ -284,9 +364,13 @@ function journalProvers(r: Recovery, j: Journal): PackIndex[] | undefined {
   for (const p of j.packs) {
     const idx = checkedIdx(join(packDir, p.name), r.algo, p.idx);
     if (idx !== undefined) provers.push(idx);
-    else if (j.installed.includes(p.name)) r.warn(`${join(packDir, p.name)}.pack no longer has the checksums ${journalPath(r.objectsDir)} recorded; the old packs it lists are left alone`);
+    else if (j.installed.includes(p.name))
+      r.warn(
+        `${join(packDir, p.name)}.pack no longer has the checksums ${journalPath(r.objectsDir)} recorded; the old packs it lists are left alone`,
+      );
   }
-  if (!j.installed.every((n) => provers.some((x) => x.file === join(packDir, n + '.idx')))) return undefined;
+  if (!j.installed.every((n) => provers.some((x) => x.file === join(packDir, n + '.idx'))))
+    return undefined;
   for (const kept of packsWith(packDir, '.keep')) {
     const idx = checkedIdx(kept, r.algo);
     if (idx !== undefined) provers.push(idx);
@@ -305,7 +389,10 @@ function redundant(r: Recovery, b: string, provers: PackIndex[]): boolean {
   if (exists(b + '.idx')) {
     const idx = checkedIdx(b, r.algo);
     const missing = idx === undefined ? -1 : missingFrom(idx, r.algo, provers);
-    if (missing !== 0) r.warn(`${b}.pack: ${missing < 0 ? 'its index cannot be read or does not match it' : `${missing} of its objects are in no installed or kept pack`}; left alone`);
+    if (missing !== 0)
+      r.warn(
+        `${b}.pack: ${missing < 0 ? 'its index cannot be read or does not match it' : `${missing} of its objects are in no installed or kept pack`}; left alone`,
+      );
     return missing === 0;
   }
   // A .pack git does not see: ours, killed in `removePack`, with its index renamed aside; or not.

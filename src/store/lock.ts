@@ -73,7 +73,10 @@ function checkGcPid(commonDir: string): void {
   const fresh = Date.now() - r.st.mtimeMs < GC_PID_STALE_MS;
   const running = host === hostname() ? pidAlive(pid) : fresh;
   if (running) {
-    throw new GitError('locked', `gc is already running on machine '${host}' pid ${pid} (${f}); not repacking now`);
+    throw new GitError(
+      'locked',
+      `gc is already running on machine '${host}' pid ${pid} (${f}); not repacking now`,
+    );
   }
 }
 
@@ -91,7 +94,8 @@ function createWithContent(path: string, text: string, dir: string, shared: numb
     linkSync(tmp, path);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV') throw e;
+    if (code !== 'EPERM' && code !== 'ENOTSUP' && code !== 'EOPNOTSUPP' && code !== 'EXDEV')
+      throw e;
     const fd = openSync(path, 'wx', 0o666);
     try {
       writeSync(fd, text);
@@ -244,7 +248,11 @@ function letGo(ctx: Ctx, owner: LockOwner): boolean {
 export function acquireRepackLock(commonDir: string, objectsDir: string, shared = 0): RepoLock {
   checkGcPid(commonDir);
   const path = join(objectsDir, LOCK);
-  const owner: LockOwner = { pid: process.pid, host: hostname(), nonce: randomBytes(16).toString('hex') };
+  const owner: LockOwner = {
+    pid: process.pid,
+    host: hostname(),
+    nonce: randomBytes(16).toString('hex'),
+  };
   const ctx: Ctx = { dir: objectsDir, lock: path, line: lineOf(owner), shared };
   let previous: LockOwner | undefined;
   for (let attempt = 0; !create(path, ctx); attempt++) {
@@ -253,7 +261,8 @@ export function acquireRepackLock(commonDir: string, objectsDir: string, shared 
     if (stale === undefined || stale === 'busy') throw busy(path);
     // The journal tied to the lock we take over stays tied to ours until we adopt it.
     const tie = journalNonce(objectsDir);
-    if (tie !== undefined && (tie === stale.owner.nonce || tie === stale.owner.pending)) ctx.line = lineOf(Object.assign(owner, { pending: tie }));
+    if (tie !== undefined && (tie === stale.owner.nonce || tie === stale.owner.pending))
+      ctx.line = lineOf(Object.assign(owner, { pending: tie }));
     takeOver(path, stale, ctx, 0);
     previous = stale.owner;
     break;

@@ -1,4 +1,11 @@
-import { closeSync, createReadStream, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  openSync,
+  readFileSync,
+  readSync,
+  readdirSync,
+} from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
@@ -19,15 +26,22 @@ export function loosePath(objectsDir: string, id: Uint8Array): string {
 }
 
 /** `"<type> <size>\0"` at the start of a loose object (git's `parse_loose_header`). */
-function parseLooseHeader(buf: Buffer, file: string): { type: BaseType; size: number; len: number } {
+function parseLooseHeader(
+  buf: Buffer,
+  file: string,
+): { type: BaseType; size: number; len: number } {
   const h = splitLooseHeader(buf, 64);
   const type = h === undefined ? undefined : typeFromName(h.typeName);
-  if (h === undefined || type === undefined) throw corrupt('bad-object', file, 0, 'bad loose object header');
+  if (h === undefined || type === undefined)
+    throw corrupt('bad-object', file, 0, 'bad loose object header');
   return { type, size: h.size, len: h.len };
 }
 
 /** A header's type name (any, as with git's OBJECT_INFO_ALLOW_UNKNOWN_TYPE), size and length; undefined when malformed. */
-function splitLooseHeader(buf: Buffer, maxLen: number): { typeName: string; size: number; len: number } | undefined {
+function splitLooseHeader(
+  buf: Buffer,
+  maxLen: number,
+): { typeName: string; size: number; len: number } | undefined {
   const nul = buf.indexOf(0);
   const sp = buf.indexOf(0x20);
   if (nul < 0 || sp <= 0 || sp > nul || nul > maxLen) return undefined;
@@ -76,7 +90,11 @@ function asLooseError<T>(file: string, f: () => T): T {
     // git's `loose object <id> (stored in <file>) is corrupt` (object-file.c).
     if (!(e instanceof GitError) || e.code !== 'bad-object') throw e;
     const hex = basename(dirname(file)) + basename(file);
-    throw new GitError('bad-object', `loose object ${hex} (stored in ${file}) is corrupt: ${e.detail}`, { file, offset: 0, objectId: hex, detail: e.detail, cause: e });
+    throw new GitError(
+      'bad-object',
+      `loose object ${hex} (stored in ${file}) is corrupt: ${e.detail}`,
+      { file, offset: 0, objectId: hex, detail: e.detail, cause: e },
+    );
   }
 }
 
@@ -88,10 +106,17 @@ function readLoose(file: string): LooseObject {
     all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
   } catch (e) {
     // More data than the header declares: Node's "Cannot create a Buffer larger than…" says nothing.
-    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `inflates to more than the ${h.size} bytes its header declares`);
+    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
+      throw corrupt(
+        'bad-object',
+        file,
+        0,
+        `inflates to more than the ${h.size} bytes its header declares`,
+      );
     throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
   }
-  if (all.length !== h.len + h.size) throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
+  if (all.length !== h.len + h.size)
+    throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
   return { type: h.type, data: all.subarray(h.len) };
 }
 
@@ -99,9 +124,13 @@ function readLoose(file: string): LooseObject {
 function headerOf(comp: Buffer, file: string): { type: BaseType; size: number; len: number } {
   let head: Buffer;
   try {
-    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 4096 });
+    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), {
+      finishFlush: constants.Z_SYNC_FLUSH,
+      maxOutputLength: 4096,
+    });
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE')
+      throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
     head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
   }
   return parseLooseHeader(head, file);
@@ -132,7 +161,11 @@ export function readLooseHeader(file: string): LooseHeader {
  * see its data after the header, exactly the `size` bytes the header declares (checked): an
  * object too large to hold is never held.
  */
-export async function pipeLooseData(file: string, h: LooseHeader, ...stages: (NodeJS.ReadWriteStream | NodeJS.WritableStream)[]): Promise<void> {
+export async function pipeLooseData(
+  file: string,
+  h: LooseHeader,
+  ...stages: (NodeJS.ReadWriteStream | NodeJS.WritableStream)[]
+): Promise<void> {
   let skip = h.len;
   let left = h.size;
   const data = new Transform({
@@ -142,18 +175,43 @@ export async function pipeLooseData(file: string, h: LooseHeader, ...stages: (No
         skip -= n;
         chunk = chunk.subarray(n);
       }
-      if (chunk.length > left) return done(corrupt('bad-object', file, 0, `inflates to more than the ${h.size} bytes its header declares`));
+      if (chunk.length > left)
+        return done(
+          corrupt(
+            'bad-object',
+            file,
+            0,
+            `inflates to more than the ${h.size} bytes its header declares`,
+          ),
+        );
       left -= chunk.length;
       done(null, chunk.length > 0 ? chunk : undefined);
     },
     flush(done): void {
-      done(left > 0 ? corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`) : null);
+      done(
+        left > 0
+          ? corrupt(
+              'bad-object',
+              file,
+              0,
+              `loose object size does not match its header (${h.size})`,
+            )
+          : null,
+      );
     },
   });
   try {
-    await pipeline(createReadStream(file, { highWaterMark: 1 << 20 }), createInflate({ chunkSize: 1 << 20 }), data, ...stages);
+    await pipeline(
+      createReadStream(file, { highWaterMark: 1 << 20 }),
+      createInflate({ chunkSize: 1 << 20 }),
+      data,
+      ...stages,
+    );
   } catch (e) {
-    const err = e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true ? e : corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    const err =
+      e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true
+        ? e
+        : corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
     asLooseError(file, () => {
       throw err;
     });
@@ -169,7 +227,9 @@ export function listLoose(objectsDir: string, algo: HashAlgo): Buffer[] {
   // exception (jq, packed: 13-20 ms of CPU against 0.5, 40-50 ms of wall on a busy machine).
   let top: string[];
   try {
-    top = readdirSync(objectsDir).filter((d) => /^[0-9a-f]{2}$/.test(d)).sort();
+    top = readdirSync(objectsDir)
+      .filter((d) => /^[0-9a-f]{2}$/.test(d))
+      .sort();
   } catch {
     return out;
   }

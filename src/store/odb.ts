@@ -50,7 +50,8 @@ export class ObjectDatabase {
   /** Opens every pack of every object directory (the repository's own first). */
   static open(algo: HashAlgo, objectDirs: string[], cacheLimit?: number): ObjectDatabase {
     const odb = new ObjectDatabase(algo, objectDirs, cacheLimit);
-    for (const dir of objectDirs) for (const p of listPackFiles(dir)) odb.addPack(Pack.open(p, algo));
+    for (const dir of objectDirs)
+      for (const p of listPackFiles(dir)) odb.addPack(Pack.open(p, algo));
     return odb;
   }
 
@@ -102,7 +103,9 @@ export class ObjectDatabase {
         if (j >= 0) return { pack: this.packs[k]!, index: j };
       }
       const v = loose.lookup(id, pos);
-      return v < 0 ? undefined : { loose: loosePath(looseDir[v]!, id.subarray(pos, pos + this.algo.len)) };
+      return v < 0
+        ? undefined
+        : { loose: loosePath(looseDir[v]!, id.subarray(pos, pos + this.algo.len)) };
     }
     for (const pack of this.packs) {
       const j = pack.idx.find(id, pos);
@@ -145,9 +148,13 @@ export class ObjectDatabase {
       pack = base.pack;
       off = pack.idx.offsets[base.index]!;
     }
-    throw corrupt('bad-delta', pack.packPath, off, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
+    throw corrupt(
+      'bad-delta',
+      pack.packPath,
+      off,
+      `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`,
+    );
   }
-
 
   read(id: Uint8Array, pos = 0): ObjectData {
     const where = this.locate(id, pos);
@@ -212,7 +219,14 @@ export class ObjectDatabase {
       this.inflated++;
       if (isBaseType(seen.hdr.type)) {
         const last = stack.length === 0;
-        base = { type: seen.hdr.type, data: p.inflate(seen, 0, last && transient ? this.resultBuf.room(seen.hdr.size) : undefined) };
+        base = {
+          type: seen.hdr.type,
+          data: p.inflate(
+            seen,
+            0,
+            last && transient ? this.resultBuf.room(seen.hdr.size) : undefined,
+          ),
+        };
         if (!last) this.cache.set(key, base);
         break;
       }
@@ -220,7 +234,12 @@ export class ObjectDatabase {
       raw.set(seen.raw);
       const e: RawEntry = { ...seen, raw };
       if (stack.length >= MAX_DELTA_DEPTH) {
-        throw corrupt('bad-delta', pack.packPath, offset, `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`);
+        throw corrupt(
+          'bad-delta',
+          pack.packPath,
+          offset,
+          `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`,
+        );
       }
       stack.push({ key, e, p });
       if (e.hdr.type === OBJ_OFS_DELTA) {
@@ -232,7 +251,12 @@ export class ObjectDatabase {
         } else {
           const where = this.locate(e.raw, e.hdr.baseIdPos);
           if (where === undefined) {
-            throw corrupt('missing-object', p.packPath, off, `delta base ${toHex(e.raw, e.hdr.baseIdPos, this.algo.len)} not found`);
+            throw corrupt(
+              'missing-object',
+              p.packPath,
+              off,
+              `delta base ${toHex(e.raw, e.hdr.baseIdPos, this.algo.len)} not found`,
+            );
           }
           if ('loose' in where) {
             base = readLooseFile(where.loose);
@@ -251,7 +275,8 @@ export class ObjectDatabase {
       try {
         // Only the last result can be transient; the size is the delta's own declaration.
         const dstSize = parseDeltaHeader(delta).dstSize;
-        if (dstSize > this.maxObjectSize) throw new Error(`delta result size ${dstSize} exceeds limit ${this.maxObjectSize}`);
+        if (dstSize > this.maxObjectSize)
+          throw new Error(`delta result size ${dstSize} exceeds limit ${this.maxObjectSize}`);
         const into = stack.length === 0 && transient ? this.resultBuf.room(dstSize) : undefined;
         data = applyDelta(base.data, delta, this.maxObjectSize, into);
       } catch (e) {
@@ -271,7 +296,8 @@ class ReusedBuffer {
   /** At least `size + 1` bytes (an inflate's room to detect a longer stream), or undefined past 16 MiB. */
   room(size: number): Buffer | undefined {
     if (size + 1 > 16 << 20) return undefined;
-    if (this.buf === undefined || this.buf.length < size + 1) this.buf = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
+    if (this.buf === undefined || this.buf.length < size + 1)
+      this.buf = Buffer.allocUnsafeSlow(Math.max(size + 1, 64 << 10));
     return this.buf;
   }
 }

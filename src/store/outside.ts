@@ -8,7 +8,8 @@ import { GitError } from '../errors.js';
  * compared as typed let `-o` through a link into `objects/pack` replace a live pack (issue 30).
  */
 
-const isDir = (p: string): boolean => statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
+const isDir = (p: string): boolean =>
+  statSync(p, { throwIfNoEntry: false })?.isDirectory() === true;
 const isFile = (p: string): boolean => statSync(p, { throwIfNoEntry: false })?.isFile() === true;
 
 /** git's `is_git_directory`, roughly: HEAD, objects/ and refs/ (a bare repository, a `.git`, a worktree's common dir). */
@@ -41,13 +42,25 @@ export function outsideRepositories(given: string, objectDirs: string[]): string
   try {
     dir = realpathSync(dirname(abs));
   } catch (e) {
-    throw new GitError('usage', `cannot write ${given}: ${(e as Error).message}`, { file: abs, cause: e });
+    throw new GitError('usage', `cannot write ${given}: ${(e as Error).message}`, {
+      file: abs,
+      cause: e,
+    });
   }
   const own = new Set(objectDirs.map(real));
   for (let d = dir; ; d = dirname(d)) {
-    if (own.has(d)) throw new GitError('usage', `a zstd pack must not be written inside the object directory (${objectDirs[[...own].indexOf(d)] ?? d})`);
-    if (isObjectDir(d)) throw new GitError('usage', `a zstd pack must not be written inside an object directory (${d})`);
-    if (isGitDir(d)) throw new GitError('usage', `a zstd pack must not be written inside a git directory (${d})`);
+    if (own.has(d))
+      throw new GitError(
+        'usage',
+        `a zstd pack must not be written inside the object directory (${objectDirs[[...own].indexOf(d)] ?? d})`,
+      );
+    if (isObjectDir(d))
+      throw new GitError(
+        'usage',
+        `a zstd pack must not be written inside an object directory (${d})`,
+      );
+    if (isGitDir(d))
+      throw new GitError('usage', `a zstd pack must not be written inside a git directory (${d})`);
     if (dirname(d) === d) break;
   }
   return join(dir, basename(abs));

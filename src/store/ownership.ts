@@ -68,7 +68,11 @@ export function ensureValidOwnership(paths: OwnedPaths, ctx: OwnershipContext): 
 }
 
 /** git's `safe_directory_cb` over every `safe.directory` value in order: '' resets, '*' allows all. */
-export function safeDirectoryAllows(path: string, config: GitConfig, env: NodeJS.ProcessEnv): boolean {
+export function safeDirectoryAllows(
+  path: string,
+  config: GitConfig,
+  env: NodeJS.ProcessEnv,
+): boolean {
   let safe = false;
   for (const value of config.getAll('safe.directory')) {
     if (value === '') safe = false;
@@ -84,10 +88,25 @@ export function safeDirectoryAllows(path: string, config: GitConfig, env: NodeJS
  */
 function interpolatePath(value: string, env: NodeJS.ProcessEnv): string {
   if (!value.startsWith('~') && !value.startsWith('%(prefix)/')) return value;
-  const bare: NodeJS.ProcessEnv = { ...env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_CONFIG_SYSTEM: '/dev/null', GIT_CEILING_DIRECTORIES: '/' };
-  for (const k of ['GIT_DIR', 'GIT_CONFIG', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT']) delete bare[k];
-  const r = spawnSync('git', ['config', '--type=path', '--default', value, '--get', 'safe.directory'], { env: bare, cwd: '/', encoding: 'utf8' });
-  if (r.status !== 0) throw new GitError('bad-config', r.stderr.trim().replace(/^fatal: /, '') || `failed to expand user dir in: '${value}'`);
+  const bare: NodeJS.ProcessEnv = {
+    ...env,
+    GIT_CONFIG_NOSYSTEM: '1',
+    GIT_CONFIG_GLOBAL: '/dev/null',
+    GIT_CONFIG_SYSTEM: '/dev/null',
+    GIT_CEILING_DIRECTORIES: '/',
+  };
+  for (const k of ['GIT_DIR', 'GIT_CONFIG', 'GIT_CONFIG_PARAMETERS', 'GIT_CONFIG_COUNT'])
+    delete bare[k];
+  const r = spawnSync(
+    'git',
+    ['config', '--type=path', '--default', value, '--get', 'safe.directory'],
+    { env: bare, cwd: '/', encoding: 'utf8' },
+  );
+  if (r.status !== 0)
+    throw new GitError(
+      'bad-config',
+      r.stderr.trim().replace(/^fatal: /, '') || `failed to expand user dir in: '${value}'`,
+    );
   return r.stdout.replace(/\n$/, '');
 }
 
@@ -120,5 +139,10 @@ export function ensureImplicitBareAllowed(dir: string, protectedConfig: () => Gi
     else if (v === 'all') allowed = true;
     else throw new GitError('bad-config', `unable to parse 'safe.barerepository' from config`);
   }
-  if (!allowed) throw new GitError('not-a-repository', `cannot use bare repository '${dir}' (safe.bareRepository is 'explicit')`, { file: dir });
+  if (!allowed)
+    throw new GitError(
+      'not-a-repository',
+      `cannot use bare repository '${dir}' (safe.bareRepository is 'explicit')`,
+      { file: dir },
+    );
 }

@@ -29,19 +29,31 @@ const HEAD_ONLY_ABOVE = 64 << 10;
  */
 export function scanEntries(
   pack: Pack,
-  visit: (j: number, offset: number, buf: Buffer, start: number, end: number, rank: number, whole?: { len: number; crc: number }) => void,
+  visit: (
+    j: number,
+    offset: number,
+    buf: Buffer,
+    start: number,
+    end: number,
+    rank: number,
+    whole?: { len: number; crc: number },
+  ) => void,
   chunkSize = SEQUENTIAL_CHUNK,
   onBytes?: (bytes: Buffer) => void,
   large: 'whole' | 'stream' | 'head' = 'whole',
 ): void {
-  if (large === 'head' && onBytes) throw new Error('scanEntries: a pass over headers only sees no bytes');
+  if (large === 'head' && onBytes)
+    throw new Error('scanEntries: a pass over headers only sees no bytes');
   const head = large === 'head' ? Buffer.allocUnsafe(HEAD_BYTES) : undefined;
   const want = Math.min(chunkSize, Math.max(pack.dataEnd, 1));
   // The last scan's chunk, when it is large enough: a new one costs a page fault per page the
   // first time it is filled (4-5 ms a MiB on this machine's VM: docs/decisions.md, "First
   // touch"), and a rewrite scans twice (its plan, its proof). Taken, not shared: a scan inside
   // a visit gets a chunk of its own.
-  const chunk = spareChunk !== undefined && spareChunk.length >= want && spareChunk.length <= 2 * want ? spareChunk : Buffer.allocUnsafe(want);
+  const chunk =
+    spareChunk !== undefined && spareChunk.length >= want && spareChunk.length <= 2 * want
+      ? spareChunk
+      : Buffer.allocUnsafe(want);
   if (chunk === spareChunk) spareChunk = undefined;
   try {
     scanChunks(pack, visit, chunkSize, onBytes, large, head, chunk);
@@ -76,7 +88,11 @@ function scanChunks(
     if (off < pack.dataStart || len <= 0 || end > pack.dataEnd) {
       throw corrupt('bad-pack', pack.packPath, off, 'entry offset out of range');
     }
-    if (head !== undefined && len > HEAD_ONLY_ABOVE && (off < chunkStart || end > chunkStart + chunkLen)) {
+    if (
+      head !== undefined &&
+      len > HEAD_ONLY_ABOVE &&
+      (off < chunkStart || end > chunkStart + chunkLen)
+    ) {
       const n = Math.min(len, HEAD_BYTES);
       visit(j, off, pack.read(off, n, head.subarray(0, n)), 0, n, i, { len, crc: NaN });
       continue;

@@ -79,60 +79,103 @@ export function scanPack(
   const file = pack.packPath;
   let done = 0;
   if (n > 0 && pack.offsetAtRank(0) !== pack.dataStart) {
-    opts.onProblem({ file, offset: pack.dataStart, message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})` });
+    opts.onProblem({
+      file,
+      offset: pack.dataStart,
+      message: `first entry does not start after the pack header (index says ${pack.offsetAtRank(0)})`,
+    });
   }
   const zstd = pack.isZpack;
-  scanEntries(pack, (j, off, buf, start, end, rank, whole) => {
-    if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
-    if (checkCrc) {
-      const c = whole?.crc ?? crc32(buf.subarray(start, end));
-      const want = idx.crc(j);
-      if (c !== want) {
-        opts.onProblem({ file, offset: off, message: `CRC32 mismatch for entry (index ${want.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})` });
+  scanEntries(
+    pack,
+    (j, off, buf, start, end, rank, whole) => {
+      if (opts.onProgress && (++done & 0x3fff) === 0) opts.onProgress(done);
+      if (checkCrc) {
+        const c = whole?.crc ?? crc32(buf.subarray(start, end));
+        const want = idx.crc(j);
+        if (c !== want) {
+          opts.onProblem({
+            file,
+            offset: off,
+            message: `CRC32 mismatch for entry (index ${want.toString(16).padStart(8, '0')}, pack ${c.toString(16).padStart(8, '0')})`,
+          });
+        }
       }
-    }
-    let h;
-    try {
-      h = parseEntryHeader(buf, start, Math.min(end, start + MAX_ENTRY_HEADER), pack.algo.len, file, off);
-    } catch (e) {
-      if (!(e instanceof GitError)) throw e;
-      opts.onProblem({ file, offset: off, message: e.detail });
-      return;
-    }
-    // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
-    // refused before anyone allocates for it.
-    const dataLen = (whole?.len ?? end - start) - h.headerLen;
-    if (h.size > dataLen * (zstd ? 32768 : 1032) + 1024) {
-      opts.onProblem({ file, offset: off, message: `declared size ${h.size} cannot come from ${dataLen} bytes of ${zstd ? 'zstd' : 'zlib'} data` });
-      return;
-    }
-    scan.type[j] = h.type;
-    if (h.size > 0xffffffff && scan.size instanceof Uint32Array) scan.size = Float64Array.from(scan.size);
-    scan.size[j] = h.size;
-    if (census > 0) zlibCensus(scan, j, buf, start, end, h.headerLen, dataLen, h.size, zstd);
-    if (h.type === OBJ_OFS_DELTA) {
-      const b = pack.positionOf(off - h.baseDistance, rank);
-      if (b < 0) {
-        opts.onProblem({ file, offset: off, message: `delta base offset ${off - h.baseDistance} is not the start of an entry` });
+      let h;
+      try {
+        h = parseEntryHeader(
+          buf,
+          start,
+          Math.min(end, start + MAX_ENTRY_HEADER),
+          pack.algo.len,
+          file,
+          off,
+        );
+      } catch (e) {
+        if (!(e instanceof GitError)) throw e;
+        opts.onProblem({ file, offset: off, message: e.detail });
         return;
       }
-      scan.parent[j] = b;
-    } else if (h.type === OBJ_REF_DELTA) {
-      const b = pack.idx.find(buf, h.baseIdPos);
-      if (b >= 0) scan.parent[j] = b;
-      else {
-        scan.parent[j] = EXTERNAL_PARENT;
-        scan.externalBase.set(j, Buffer.from(buf.subarray(h.baseIdPos, h.baseIdPos + pack.algo.len)));
+      // deflate cannot expand data more than 1032:1; a declared size beyond that is a lie, and is
+      // refused before anyone allocates for it.
+      const dataLen = (whole?.len ?? end - start) - h.headerLen;
+      if (h.size > dataLen * (zstd ? 32768 : 1032) + 1024) {
+        opts.onProblem({
+          file,
+          offset: off,
+          message: `declared size ${h.size} cannot come from ${dataLen} bytes of ${zstd ? 'zstd' : 'zlib'} data`,
+        });
+        return;
       }
-    } else {
-      scan.parent[j] = NO_PARENT;
-    }
-  }, undefined, opts.onBytes, opts.headsOnly === true && !checkCrc && !opts.onBytes ? 'head' : 'stream');
+      scan.type[j] = h.type;
+      if (h.size > 0xffffffff && scan.size instanceof Uint32Array)
+        scan.size = Float64Array.from(scan.size);
+      scan.size[j] = h.size;
+      if (census > 0) zlibCensus(scan, j, buf, start, end, h.headerLen, dataLen, h.size, zstd);
+      if (h.type === OBJ_OFS_DELTA) {
+        const b = pack.positionOf(off - h.baseDistance, rank);
+        if (b < 0) {
+          opts.onProblem({
+            file,
+            offset: off,
+            message: `delta base offset ${off - h.baseDistance} is not the start of an entry`,
+          });
+          return;
+        }
+        scan.parent[j] = b;
+      } else if (h.type === OBJ_REF_DELTA) {
+        const b = pack.idx.find(buf, h.baseIdPos);
+        if (b >= 0) scan.parent[j] = b;
+        else {
+          scan.parent[j] = EXTERNAL_PARENT;
+          scan.externalBase.set(
+            j,
+            Buffer.from(buf.subarray(h.baseIdPos, h.baseIdPos + pack.algo.len)),
+          );
+        }
+      } else {
+        scan.parent[j] = NO_PARENT;
+      }
+    },
+    undefined,
+    opts.onBytes,
+    opts.headsOnly === true && !checkCrc && !opts.onBytes ? 'head' : 'stream',
+  );
   return scan;
 }
 
 /** Entry `j`'s header length and what its zlib stream starts with (the rewrite's plan and inspect read them). */
-function zlibCensus(scan: PackScan, j: number, buf: Buffer, start: number, end: number, headerLen: number, dataLen: number, size: number, zstd: boolean): void {
+function zlibCensus(
+  scan: PackScan,
+  j: number,
+  buf: Buffer,
+  start: number,
+  end: number,
+  headerLen: number,
+  dataLen: number,
+  size: number,
+  zstd: boolean,
+): void {
   scan.headerLen[j] = headerLen;
   const at = start + headerLen;
   const z0 = zstd || at >= end ? undefined : buf[at];
@@ -150,7 +193,10 @@ function zlibCensus(scan: PackScan, j: number, buf: Buffer, start: number, end: 
  * Children of each entry as CSR arrays (base → deltas), for a base-first walk with an explicit
  * stack; siblings are listed in `order` (pack order keeps reads sequential).
  */
-export function childrenOf(parent: Int32Array, order: Uint32Array): { start: Int32Array; list: Int32Array } {
+export function childrenOf(
+  parent: Int32Array,
+  order: Uint32Array,
+): { start: Int32Array; list: Int32Array } {
   const n = parent.length;
   const start = new Int32Array(n + 1);
   for (let j = 0; j < n; j++) {
@@ -170,4 +216,3 @@ export function childrenOf(parent: Int32Array, order: Uint32Array): { start: Int
   start[0] = 0;
   return { start, list };
 }
-

@@ -7,7 +7,13 @@ import { GitError, corrupt, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
 import { releaseNow } from '../release.js';
-import { MAX_ENTRY_HEADER, PACK_HEADER_SIZE, parseEntryHeader, parsePackHeader, type EntryHeader } from '../format/pack.js';
+import {
+  MAX_ENTRY_HEADER,
+  PACK_HEADER_SIZE,
+  parseEntryHeader,
+  parsePackHeader,
+  type EntryHeader,
+} from '../format/pack.js';
 import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
@@ -80,12 +86,16 @@ export class Pack {
     this.dataStart = layout.dataStart;
     this.dataEnd = layout.dataEnd;
     this.zpack = layout.zpack;
-    const besidePack = (ext: string): FsPath | undefined => (hasExt(files.pack, '.pack') ? swapExt(files.pack, '.pack', ext) : undefined);
+    const besidePack = (ext: string): FsPath | undefined =>
+      hasExt(files.pack, '.pack') ? swapExt(files.pack, '.pack', ext) : undefined;
     const rev = revPath ?? besidePack('.rev');
     this.files = { ...files, rev: rev !== undefined && existsSync(rev) ? rev : undefined };
     this.revPath = this.files.rev === undefined ? undefined : shownPath(this.files.rev);
     const marker = besidePack('.promisor');
-    this.promisor = layout.zpack !== undefined ? layout.zpack.promisor : marker !== undefined && existsSync(marker);
+    this.promisor =
+      layout.zpack !== undefined
+        ? layout.zpack.promisor
+        : marker !== undefined && existsSync(marker);
   }
 
   /** Is this a zstd-framed pack (our format, never in objects/pack)? */
@@ -114,10 +124,29 @@ export class Pack {
     if (size < h.dataStart + 8 + len) throw corrupt('bad-pack', path, size, 'zstd pack truncated');
     const footerAt = size - len - 8;
     const indexStart = parseZpackFooter(readAt(footerAt, 8));
-    if (indexStart < h.dataStart || indexStart > footerAt) throw corrupt('bad-pack', path, footerAt, `index offset ${indexStart} out of range`);
-    const idx = parseIdx(readAt(indexStart, footerAt - indexStart), h.algo, `${path} (index at offset ${indexStart})`);
-    if (idx.count !== h.count) throw corrupt('bad-pack', path, 8, `header says ${h.count} objects but the index has ${idx.count}`);
-    const p = new Pack({ pack: file, idx: file }, h.algo, fd, size, idx, { version: h.version, count: h.count }, { dataStart: h.dataStart, dataEnd: indexStart, zpack: h });
+    if (indexStart < h.dataStart || indexStart > footerAt)
+      throw corrupt('bad-pack', path, footerAt, `index offset ${indexStart} out of range`);
+    const idx = parseIdx(
+      readAt(indexStart, footerAt - indexStart),
+      h.algo,
+      `${path} (index at offset ${indexStart})`,
+    );
+    if (idx.count !== h.count)
+      throw corrupt(
+        'bad-pack',
+        path,
+        8,
+        `header says ${h.count} objects but the index has ${idx.count}`,
+      );
+    const p = new Pack(
+      { pack: file, idx: file },
+      h.algo,
+      fd,
+      size,
+      idx,
+      { version: h.version, count: h.count },
+      { dataStart: h.dataStart, dataEnd: indexStart, zpack: h },
+    );
     p.dictOfKind = DICT_KINDS.map((_, k) => h.dicts.findIndex((d) => d.kind === k));
     return p;
   }
@@ -128,7 +157,12 @@ export class Pack {
    * next to the pack (one just written under a temporary name); like any `.rev` it is used only
    * when it matches the pack and orders the idx offsets.
    */
-  static open(packFile: FsPath, algo: HashAlgo, idxFile: FsPath = hasExt(packFile, '.pack') ? swapExt(packFile, '.pack', '.idx') : packFile, revPath?: FsPath): Pack {
+  static open(
+    packFile: FsPath,
+    algo: HashAlgo,
+    idxFile: FsPath = hasExt(packFile, '.pack') ? swapExt(packFile, '.pack', '.idx') : packFile,
+    revPath?: FsPath,
+  ): Pack {
     const packPath = shownPath(packFile);
     const idxPath = shownPath(idxFile);
     if (!packPath.endsWith('.pack') || !existsSync(idxFile)) {
@@ -147,7 +181,9 @@ export class Pack {
       idxBuf = readRegular(idxFile); // never blocks on a FIFO
     } catch (e) {
       if (e instanceof GitError) throw e;
-      throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, { file: idxPath });
+      throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, {
+        file: idxPath,
+      });
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
     const fd = openRegular(packFile);
@@ -157,16 +193,36 @@ export class Pack {
       const got = readSync(fd, head, 0, PACK_HEADER_SIZE, 0);
       if (got < PACK_HEADER_SIZE) throw corrupt('bad-pack', packPath, got, 'pack header truncated');
       const header = parsePackHeader(head, packPath);
-      if (size < PACK_HEADER_SIZE + algo.len) throw corrupt('bad-pack', packPath, size, 'pack file truncated');
+      if (size < PACK_HEADER_SIZE + algo.len)
+        throw corrupt('bad-pack', packPath, size, 'pack file truncated');
       if (header.count !== idx.count) {
-        throw corrupt('bad-pack', packPath, 8, `pack has ${header.count} objects but ${idxPath} has ${idx.count}`);
+        throw corrupt(
+          'bad-pack',
+          packPath,
+          8,
+          `pack has ${header.count} objects but ${idxPath} has ${idx.count}`,
+        );
       }
       const trailer = Buffer.alloc(algo.len);
       readSync(fd, trailer, 0, algo.len, size - algo.len);
       if (!trailer.equals(idx.packChecksum)) {
-        throw corrupt('bad-pack', packPath, size - algo.len, `pack trailer does not match the checksum recorded in ${idxPath}`);
+        throw corrupt(
+          'bad-pack',
+          packPath,
+          size - algo.len,
+          `pack trailer does not match the checksum recorded in ${idxPath}`,
+        );
       }
-      return new Pack({ pack: packFile, idx: idxFile }, algo, fd, size, idx, header, { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len }, revPath);
+      return new Pack(
+        { pack: packFile, idx: idxFile },
+        algo,
+        fd,
+        size,
+        idx,
+        header,
+        { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len },
+        revPath,
+      );
     } catch (e) {
       closeSync(fd);
       throw e;
@@ -204,7 +260,10 @@ export class Pack {
   /** Idx positions in pack (offset) order, from the `.rev` when it is valid, else by sorting. */
   get order(): Uint32Array {
     if (this.orderCache) return this.orderCache;
-    const fromRev = this.files.rev === undefined ? undefined : revFileOrder(this.files.rev, this.revPath!, this.idx, this.count, this.algo);
+    const fromRev =
+      this.files.rev === undefined
+        ? undefined
+        : revFileOrder(this.files.rev, this.revPath!, this.idx, this.count, this.algo);
     this.orderCache = fromRev ?? packOrderFromOffsets(this.idx.offsets);
     return this.orderCache;
   }
@@ -237,7 +296,8 @@ export class Pack {
   entryLengths(): Uint32Array | Float64Array {
     const order = this.order;
     const offs = this.idx.offsets;
-    const out = this.dataEnd < 0x100000000 ? new Uint32Array(this.count) : new Float64Array(this.count);
+    const out =
+      this.dataEnd < 0x100000000 ? new Uint32Array(this.count) : new Float64Array(this.count);
     for (let r = 0; r < order.length; r++) {
       const j = order[r]!;
       out[j] = (r + 1 < order.length ? offs[order[r + 1]!]! : this.dataEnd) - offs[j]!;
@@ -271,9 +331,15 @@ export class Pack {
       // A system error as it is: the repack names a file that vanished (another git gc?).
       const fd = openSync(idxFile, 'r');
       try {
-        for (let done = 0; done < len; ) {
+        for (let done = 0; done < len;) {
           const n = readSync(fd, out, done, len - done, at + done);
-          if (n === 0) throw corrupt('bad-idx', file, at + done, 'index file shorter than when it was first read');
+          if (n === 0)
+            throw corrupt(
+              'bad-idx',
+              file,
+              at + done,
+              'index file shorter than when it was first read',
+            );
           done += n;
         }
       } finally {
@@ -290,7 +356,8 @@ export class Pack {
     const offs = this.idx.offsets;
     let hi = below - 1;
     let lo = hi - 1;
-    for (let step = 2; lo > 0 && offs[order[lo]!]! > offset; step *= 2) (hi = lo - 1), (lo -= step);
+    for (let step = 2; lo > 0 && offs[order[lo]!]! > offset; step *= 2)
+      ((hi = lo - 1), (lo -= step));
     lo = Math.max(lo, 0);
     while (lo <= hi) {
       const mid = (lo + hi) >>> 1;
@@ -305,7 +372,13 @@ export class Pack {
   /** End of the entry that starts at `offset`. */
   endOf(offset: number): number {
     const j = this.positionOf(offset);
-    if (j < 0) throw corrupt('bad-pack', this.packPath, offset, 'no object in the index starts at this offset');
+    if (j < 0)
+      throw corrupt(
+        'bad-pack',
+        this.packPath,
+        offset,
+        'no object in the index starts at this offset',
+      );
     return this.end(j);
   }
 
@@ -340,12 +413,14 @@ export class Pack {
 
   /** Reads `len` bytes at `pos` into a fresh buffer (or `into`). */
   read(pos: number, len: number, into?: Buffer): Buffer {
-    if (pos < 0 || pos + len > this.size) throw corrupt('bad-pack', this.packPath, pos, `read of ${len} bytes beyond end of pack`);
+    if (pos < 0 || pos + len > this.size)
+      throw corrupt('bad-pack', this.packPath, pos, `read of ${len} bytes beyond end of pack`);
     const buf = into ?? Buffer.allocUnsafe(len);
     let done = 0;
     while (done < len) {
       const n = readSync(this.fd, buf, done, len - done, pos + done);
-      if (n === 0) throw corrupt('bad-pack', this.packPath, pos + done, 'unexpected end of pack file');
+      if (n === 0)
+        throw corrupt('bad-pack', this.packPath, pos + done, 'unexpected end of pack file');
       done += n;
     }
     return buf;
@@ -364,7 +439,14 @@ export class Pack {
     let buf: Buffer;
     if (!copy && len <= SCRATCH) buf = this.read(offset, len, this.scratch.subarray(0, len));
     else buf = this.read(offset, len);
-    const hdr = parseEntryHeader(buf, 0, Math.min(len, MAX_ENTRY_HEADER), this.algo.len, this.packPath, offset);
+    const hdr = parseEntryHeader(
+      buf,
+      0,
+      Math.min(len, MAX_ENTRY_HEADER),
+      this.algo.len,
+      this.packPath,
+      offset,
+    );
     return { offset, raw: buf, hdr };
   }
 
@@ -377,8 +459,16 @@ export class Pack {
   inflate(e: RawEntry, realType = 0, into?: Buffer): Buffer {
     const data = e.raw.subarray(e.hdr.headerLen);
     try {
-      if (this.zpack === undefined) return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
-      return this.unzstd(data, e.hdr.size, isDelta(e.hdr.type) ? realType : e.hdr.type, isDelta(e.hdr.type), e.offset + e.hdr.headerLen, into);
+      if (this.zpack === undefined)
+        return inflateExact(data, e.hdr.size, this.packPath, e.offset + e.hdr.headerLen, into);
+      return this.unzstd(
+        data,
+        e.hdr.size,
+        isDelta(e.hdr.type) ? realType : e.hdr.type,
+        isDelta(e.hdr.type),
+        e.offset + e.hdr.headerLen,
+        into,
+      );
     } catch (err) {
       throw this.namedCorruption(err, e);
     }
@@ -396,18 +486,46 @@ export class Pack {
    * declared size + 1 bytes (and returned), else through a reused 1 MiB buffer, piece by piece,
    * to `sink`. Checked and named as `inflate` does.
    */
-  inflateChunked(off: number, end: number, sink: (bytes: Uint8Array) => void, into?: Buffer, realType?: number): Buffer {
+  inflateChunked(
+    off: number,
+    end: number,
+    sink: (bytes: Uint8Array) => void,
+    into?: Buffer,
+    realType?: number,
+  ): Buffer {
     const e = this.entryAt(off, Math.min(end, off + SCRATCH)); // the first chunk, in `scratch`
     const { size, headerLen } = e.hdr;
-    if (into !== undefined && into.length <= size) throw new RangeError(`inflateChunked: room for ${into.length} bytes, ${size + 1} needed`);
+    if (into !== undefined && into.length <= size)
+      throw new RangeError(`inflateChunked: room for ${into.length} bytes, ${size + 1} needed`);
     const out = into ?? (this.pieceOut ??= Buffer.allocUnsafeSlow(SEQUENTIAL_CHUNK));
     const pieces = function* (pack: Pack): Generator<Buffer> {
       yield e.raw.subarray(headerLen);
-      for (let p = off + e.raw.length, n = 0; p < end; p += n) yield pack.read(p, (n = Math.min(SCRATCH, end - p)), pack.scratch.subarray(0, n));
+      for (let p = off + e.raw.length, n = 0; p < end; p += n)
+        yield pack.read(p, (n = Math.min(SCRATCH, end - p)), pack.scratch.subarray(0, n));
     };
     try {
-      if (this.isZpack) unzstdPieces(this.zstdCodec(), this.dictFor(realType ?? e.hdr.type, isDelta(e.hdr.type)), pieces(this), end - off - headerLen, size, into, sink, this.packPath, off + headerLen);
-      else inflatePiecesExact(pieces(this), end - off - headerLen, size, out, sink, this.packPath, off + headerLen);
+      if (this.isZpack)
+        unzstdPieces(
+          this.zstdCodec(),
+          this.dictFor(realType ?? e.hdr.type, isDelta(e.hdr.type)),
+          pieces(this),
+          end - off - headerLen,
+          size,
+          into,
+          sink,
+          this.packPath,
+          off + headerLen,
+        );
+      else
+        inflatePiecesExact(
+          pieces(this),
+          end - off - headerLen,
+          size,
+          out,
+          sink,
+          this.packPath,
+          off + headerLen,
+        );
     } catch (err) {
       throw this.namedCorruption(err, e);
     }
@@ -416,7 +534,14 @@ export class Pack {
 
   private namedCorruption(err: unknown, e: RawEntry): unknown {
     if (!(err instanceof GitError) || err.code !== 'bad-object') return err;
-    return this.corruptObject(e.offset, err.offset === undefined ? err.detail : `${err.detail} at offset ${err.offset}`, err.code, typeName(e.hdr.type)) ?? err;
+    return (
+      this.corruptObject(
+        e.offset,
+        err.offset === undefined ? err.detail : `${err.detail} at offset ${err.offset}`,
+        err.code,
+        typeName(e.hdr.type),
+      ) ?? err
+    );
   }
 
   /**
@@ -424,7 +549,12 @@ export class Pack {
    * with our detail and the entry's type (read from its header when not given); undefined when
    * the index cannot say which object starts there.
    */
-  corruptObject(offset: number, detail: string, code: ErrorCode, type?: string): GitError | undefined {
+  corruptObject(
+    offset: number,
+    detail: string,
+    code: ErrorCode,
+    type?: string,
+  ): GitError | undefined {
     let hex: string;
     try {
       const j = this.positionOf(offset);
@@ -439,16 +569,36 @@ export class Pack {
       // a header too damaged to name a type: the message goes without it
     }
     const what = type === undefined ? '' : ` (${type} entry)`;
-    return new GitError(code, `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`, { file: this.packPath, offset, objectId: hex, detail });
+    return new GitError(
+      code,
+      `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`,
+      { file: this.packPath, offset, objectId: hex, detail },
+    );
   }
 
   /**
    * A zstd pack entry's data: plain when it has exactly the declared size, else one frame. With
    * `into` (for data used once, right away) the result may live there or in `data`.
    */
-  unzstd(data: Uint8Array, size: number, realType: number, delta: boolean, offset: number, into?: Buffer): Buffer {
-    if (data.length === size) return into !== undefined ? Buffer.from(data.buffer, data.byteOffset, data.length) : Buffer.from(data);
-    if (data.length > size && size > 0) throw corrupt('bad-object', this.packPath, offset, `zstd frame of ${data.length} bytes for ${size} bytes of data`);
+  unzstd(
+    data: Uint8Array,
+    size: number,
+    realType: number,
+    delta: boolean,
+    offset: number,
+    into?: Buffer,
+  ): Buffer {
+    if (data.length === size)
+      return into !== undefined
+        ? Buffer.from(data.buffer, data.byteOffset, data.length)
+        : Buffer.from(data);
+    if (data.length > size && size > 0)
+      throw corrupt(
+        'bad-object',
+        this.packPath,
+        offset,
+        `zstd frame of ${data.length} bytes for ${size} bytes of data`,
+      );
     try {
       return this.zstdCodec().decompress(data, size, this.dictFor(realType, delta), into);
     } catch (e) {
@@ -486,7 +636,8 @@ export class Pack {
   private hashPrefix(end: number): Buffer {
     const h = this.algo.create();
     const chunk = Buffer.allocUnsafe(SEQUENTIAL_CHUNK);
-    for (let pos = 0, n = 0; pos < end; pos += n) h.update(this.read(pos, (n = Math.min(chunk.length, end - pos)), chunk.subarray(0, n)));
+    for (let pos = 0, n = 0; pos < end; pos += n)
+      h.update(this.read(pos, (n = Math.min(chunk.length, end - pos)), chunk.subarray(0, n)));
     return h.digest();
   }
 

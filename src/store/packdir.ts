@@ -1,4 +1,22 @@
-import { closeSync, constants, copyFileSync, existsSync, fstatSync, linkSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  copyFileSync,
+  existsSync,
+  fstatSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { getuid } from 'node:process';
 import { createHash } from 'node:crypto';
 import { basename, dirname, join } from 'node:path';
@@ -97,12 +115,19 @@ export function ensurePackDir(objectsDir: string, shared: number): string {
 export function installPack(
   packDir: string,
   hex: string,
-  tmp: { pack: string; idx: string; rev?: string | undefined; bitmap?: string | undefined; promisor?: string | undefined },
+  tmp: {
+    pack: string;
+    idx: string;
+    rev?: string | undefined;
+    bitmap?: string | undefined;
+    promisor?: string | undefined;
+  },
   shared = 0,
 ): string {
   const base = join(packDir, `pack-${hex}`);
   // core.sharedRepository, on the temporary files as `finish_tmp_packfile` does.
-  for (const f of [tmp.pack, tmp.rev, tmp.bitmap, tmp.promisor, tmp.idx]) if (f !== undefined) adjustSharedPerm(f, shared);
+  for (const f of [tmp.pack, tmp.rev, tmp.bitmap, tmp.promisor, tmp.idx])
+    if (f !== undefined) adjustSharedPerm(f, shared);
   renameInto(tmp.pack, base + '.pack');
   if (tmp.rev !== undefined) renameInto(tmp.rev, base + '.rev');
   if (tmp.bitmap !== undefined) renameInto(tmp.bitmap, base + '.bitmap');
@@ -125,7 +150,8 @@ export const REMOVING_IDX = '.idx.removing';
  */
 export function removePack(base: string): boolean {
   let any = renameIfExists(base + '.idx', base + REMOVING_IDX);
-  for (const ext of ['.pack', '.rev', '.bitmap', '.promisor', '.mtimes']) if (unlinkIfExists(base + ext)) any = true;
+  for (const ext of ['.pack', '.rev', '.bitmap', '.promisor', '.mtimes'])
+    if (unlinkIfExists(base + ext)) any = true;
   return unlinkIfExists(base + REMOVING_IDX) || any;
 }
 
@@ -140,7 +166,11 @@ function renameIfExists(from: string, to: string): boolean {
 }
 
 /** The multi-pack-index and the files that belong to it. */
-export function midxFiles(objectsDir: string): { midx: string | undefined; extras: string[]; bitmap: boolean } {
+export function midxFiles(objectsDir: string): {
+  midx: string | undefined;
+  extras: string[];
+  bitmap: boolean;
+} {
   const dir = join(objectsDir, 'pack');
   const midx = join(dir, 'multi-pack-index');
   let names: string[] = [];
@@ -149,8 +179,16 @@ export function midxFiles(objectsDir: string): { midx: string | undefined; extra
   } catch {
     names = [];
   }
-  const extras = names.filter((n) => n.startsWith('multi-pack-index-') && (n.endsWith('.bitmap') || n.endsWith('.rev'))).map((n) => join(dir, n));
-  return { midx: existsSync(midx) ? midx : undefined, extras, bitmap: extras.some((e) => e.endsWith('.bitmap')) };
+  const extras = names
+    .filter(
+      (n) => n.startsWith('multi-pack-index-') && (n.endsWith('.bitmap') || n.endsWith('.rev')),
+    )
+    .map((n) => join(dir, n));
+  return {
+    midx: existsSync(midx) ? midx : undefined,
+    extras,
+    bitmap: extras.some((e) => e.endsWith('.bitmap')),
+  };
 }
 
 /**
@@ -246,8 +284,17 @@ export interface ViewPack {
  */
 export function viewPack(p: PackInfo): ViewPack {
   const f = (ext: string): FsPath => withExt(p.fsBase, ext);
-  const base = typeof p.fsBase === 'string' ? p.base : join(dirname(p.base), `pack-name-${createHash('sha1').update(p.fsBase).digest('hex')}`);
-  return { pack: f('.pack'), idx: f('.idx'), rev: p.rev ? f('.rev') : undefined, promisor: p.promisor ? f('.promisor') : undefined, base };
+  const base =
+    typeof p.fsBase === 'string'
+      ? p.base
+      : join(dirname(p.base), `pack-name-${createHash('sha1').update(p.fsBase).digest('hex')}`);
+  return {
+    pack: f('.pack'),
+    idx: f('.idx'),
+    rev: p.rev ? f('.rev') : undefined,
+    promisor: p.promisor ? f('.promisor') : undefined,
+    base,
+  };
 }
 
 /**
@@ -296,11 +343,13 @@ export function buildFsckView(objectsDir: string, viewDir: string, packs: ViewPa
       .map((l) => (l.startsWith('/') ? l : join(objectsDir, l)));
     writeFileSync(join(viewDir, 'info', 'alternates'), lines.join('\n') + '\n');
   }
-  if (existsSync(join(info, 'commit-graph'))) linkOrCopy(join(info, 'commit-graph'), join(viewDir, 'info', 'commit-graph'));
+  if (existsSync(join(info, 'commit-graph')))
+    linkOrCopy(join(info, 'commit-graph'), join(viewDir, 'info', 'commit-graph'));
   const chain = join(info, 'commit-graphs');
   if (existsSync(chain)) {
     mkdirSync(join(viewDir, 'info', 'commit-graphs'), { recursive: true });
-    for (const n of safeList(chain)) linkOrCopy(join(chain, n), join(viewDir, 'info', 'commit-graphs', n));
+    for (const n of safeList(chain))
+      linkOrCopy(join(chain, n), join(viewDir, 'info', 'commit-graphs', n));
   }
 }
 

@@ -58,8 +58,10 @@ export function readProven(objectsDir: string, algo: HashAlgo): ProvenEntry[] {
   for (const line of lines.slice(1)) {
     if (line === '') continue;
     const [pack, idx, size, objects, targets, extra] = line.split(' ');
-    if (extra !== undefined || targets === undefined || !hex.test(pack!) || !hex.test(idx!)) return [];
-    if (!/^\d{1,15}$/.test(size!) || !/^\d{1,10}$/.test(objects!) || !/^[a-z]=[^ ]+$/.test(targets)) return [];
+    if (extra !== undefined || targets === undefined || !hex.test(pack!) || !hex.test(idx!))
+      return [];
+    if (!/^\d{1,15}$/.test(size!) || !/^\d{1,10}$/.test(objects!) || !/^[a-z]=[^ ]+$/.test(targets))
+      return [];
     out.push({ pack: pack!, idx: idx!, size: Number(size), objects: Number(objects), targets });
   }
   return out;
@@ -74,7 +76,10 @@ export function writeProven(objectsDir: string, entries: ProvenEntry[], shared: 
   const path = provenPath(objectsDir);
   const tmp = `${path}.tmp`;
   mkdirShared(info, shared);
-  const body = [MAGIC, ...entries.map((e) => `${e.pack} ${e.idx} ${e.size} ${e.objects} ${e.targets}`)].join('\n') + '\n';
+  const body =
+    [MAGIC, ...entries.map((e) => `${e.pack} ${e.idx} ${e.size} ${e.objects} ${e.targets}`)].join(
+      '\n',
+    ) + '\n';
   try {
     unlinkIfExists(tmp);
     writeFileDurable(tmp, Buffer.from(body), 0o666);
@@ -91,27 +96,40 @@ export function writeProven(objectsDir: string, entries: ProvenEntry[], shared: 
  * checksum and object count, and the `.pack`'s size, from a few bytes at the ends of each file
  * (no index is parsed). Undefined when either cannot be read as a regular file.
  */
-export function identify(base: string, algo: HashAlgo): (PackIdentity & { objects: number }) | undefined {
+export function identify(
+  base: string,
+  algo: HashAlgo,
+): (PackIdentity & { objects: number }) | undefined {
   try {
     const pack = readEnds(base + '.pack', algo.len, 0);
     // The object count is the last fan-out entry, after the 8-byte header of an idx v2.
     const idx = readEnds(base + '.idx', algo.len, 8 + 256 * 4);
     if (idx.head.readUInt32BE(0) !== 0xff744f63 || idx.head.readUInt32BE(4) !== 2) return undefined;
-    return { pack: toHex(pack.tail), idx: toHex(idx.tail), size: pack.size, objects: idx.head.readUInt32BE(8 + 255 * 4) };
+    return {
+      pack: toHex(pack.tail),
+      idx: toHex(idx.tail),
+      size: pack.size,
+      objects: idx.head.readUInt32BE(8 + 255 * 4),
+    };
   } catch {
     return undefined;
   }
 }
 
 /** The first `head` and last `tail` bytes of a regular file, and its size. */
-function readEnds(path: string, tail: number, head: number): { head: Buffer; tail: Buffer; size: number } {
+function readEnds(
+  path: string,
+  tail: number,
+  head: number,
+): { head: Buffer; tail: Buffer; size: number } {
   const fd = openRegular(path);
   try {
     const size = fstatSync(fd).size;
     if (size < head + tail) throw new Error(`${path}: too short`);
     const h = Buffer.alloc(head);
     const t = Buffer.alloc(tail);
-    if (readSync(fd, h, 0, head, 0) !== head || readSync(fd, t, 0, tail, size - tail) !== tail) throw new Error(`${path}: short read`);
+    if (readSync(fd, h, 0, head, 0) !== head || readSync(fd, t, 0, tail, size - tail) !== tail)
+      throw new Error(`${path}: short read`);
     return { head: h, tail: t, size };
   } finally {
     closeSync(fd);

@@ -54,12 +54,20 @@ export function discoverRepository(opts: DiscoverOptions): Repository {
   const setup = setupGitDirectory(opts);
   const source: ConfigSource = {
     cwd: setup.cwd,
-    repo: { gitDir: setup.gitDir, commonDir: setup.commonDir, worktreeConfig: setup.format.worktreeConfig },
+    repo: {
+      gitDir: setup.gitDir,
+      commonDir: setup.commonDir,
+      worktreeConfig: setup.format.worktreeConfig,
+    },
     env: opts.env,
   };
   const config = opts.configFromGit === true ? readConfigFromGit(source) : loadConfig(source);
   const algo = hashAlgoByName(setup.format.hashAlgo);
-  if (algo === undefined) throw new GitError('unsupported', `unknown repository object format '${setup.format.hashAlgo}'`);
+  if (algo === undefined)
+    throw new GitError(
+      'unsupported',
+      `unknown repository object format '${setup.format.hashAlgo}'`,
+    );
   const env = repositoryEnv(setup, opts.env);
   return {
     gitDir: setup.gitDir,
@@ -85,7 +93,8 @@ function repositoryEnv(setup: GitSetup, callerEnv: NodeJS.ProcessEnv): NodeJS.Pr
   if (env.GIT_DIR !== undefined) env.GIT_DIR = setup.gitDir;
   if (env.GIT_COMMON_DIR !== undefined) env.GIT_COMMON_DIR = setup.commonDir;
   if (env.GIT_OBJECT_DIRECTORY !== undefined) env.GIT_OBJECT_DIRECTORY = setup.objectsDir;
-  if (env.GIT_WORK_TREE !== undefined && setup.workTree !== undefined) env.GIT_WORK_TREE = setup.workTree;
+  if (env.GIT_WORK_TREE !== undefined && setup.workTree !== undefined)
+    env.GIT_WORK_TREE = setup.workTree;
   for (const k of PATH_VARIABLES) {
     const v = env[k];
     if (v !== undefined && v !== '' && !v.startsWith('/')) env[k] = osPath(within(setup.cwd, v));
@@ -94,7 +103,11 @@ function repositoryEnv(setup: GitSetup, callerEnv: NodeJS.ProcessEnv): NodeJS.Pr
   if (alternates !== undefined) {
     env.GIT_ALTERNATE_OBJECT_DIRECTORIES = alternates
       .split(':')
-      .map((p) => (p === '' || p.startsWith('/') || p.startsWith('"') || p.startsWith('#') ? p : osPath(within(setup.cwd, p))))
+      .map((p) =>
+        p === '' || p.startsWith('/') || p.startsWith('"') || p.startsWith('#')
+          ? p
+          : osPath(within(setup.cwd, p)),
+      )
       .join(':');
   }
   return env;
@@ -106,7 +119,11 @@ function repositoryEnv(setup: GitSetup, callerEnv: NodeJS.ProcessEnv): NodeJS.Pr
  * object directory, `#` comments); each alternate's own alternates right after it, at most 5 deep;
  * real paths, missing directories, duplicates and the object directory itself left out.
  */
-export function readAlternates(objectsDir: string, fromEnv: string | undefined, cwd: string): string[] {
+export function readAlternates(
+  objectsDir: string,
+  fromEnv: string | undefined,
+  cwd: string,
+): string[] {
   const out: string[] = [];
   const own = realPath(objectsDir) ?? objectsDir;
   const seen = new Set<string>([own]);

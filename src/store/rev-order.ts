@@ -8,7 +8,13 @@ import type { FsPath } from './fs-path.js';
  * The pack order a `.rev` file gives, when it belongs to the pack (its checksum) and orders the
  * idx offsets; undefined otherwise: a bad `.rev` is not fatal for reading, git falls back too.
  */
-export function revFileOrder(file: FsPath, shown: string, idx: PackIndex, count: number, algo: HashAlgo): Uint32Array | undefined {
+export function revFileOrder(
+  file: FsPath,
+  shown: string,
+  idx: PackIndex,
+  count: number,
+  algo: HashAlgo,
+): Uint32Array | undefined {
   let order: Uint32Array;
   try {
     const buf = readFileSync(file);
@@ -18,6 +24,7 @@ export function revFileOrder(file: FsPath, shown: string, idx: PackIndex, count:
     return undefined;
   }
   const offs = idx.offsets;
-  for (let i = 1; i < order.length; i++) if (offs[order[i]!]! <= offs[order[i - 1]!]!) return undefined;
+  for (let i = 1; i < order.length; i++)
+    if (offs[order[i]!]! <= offs[order[i - 1]!]!) return undefined;
   return order;
 }

@@ -1,4 +1,12 @@
-import { accessSync, constants, lstatSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  lstatSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  statSync,
+} from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { GitError } from '../errors.js';
 
@@ -66,7 +74,10 @@ export function validHeadRef(path: string): boolean {
   }
   if (st.isSymbolicLink()) {
     try {
-      return readlinkSync(path, { encoding: 'buffer' }).subarray(0, 255).toString('latin1').startsWith('refs/');
+      return readlinkSync(path, { encoding: 'buffer' })
+        .subarray(0, 255)
+        .toString('latin1')
+        .startsWith('refs/');
     } catch {
       return false;
     }
@@ -78,17 +89,29 @@ export function validHeadRef(path: string): boolean {
     return false;
   }
   // git's isspace: space, tab, LF, CR.
-  if (text.startsWith('ref:') && text.slice(4).replace(/^[ \t\n\r]*/, '').startsWith('refs/')) return true;
+  if (
+    text.startsWith('ref:') &&
+    text
+      .slice(4)
+      .replace(/^[ \t\n\r]*/, '')
+      .startsWith('refs/')
+  )
+    return true;
   // get_oid_hex with the default (SHA-1) algorithm: 40 hex digits, whatever follows.
   return /^[0-9a-fA-F]{40}/.test(text);
 }
 
 /** `get_common_dir` (setup.c): GIT_COMMON_DIR as given, else `<gitdir>/commondir`, else gitdir. */
-export function commonDirOf(gitDir: string, cwd: string, env: NodeJS.ProcessEnv): { dir: string; shared: boolean } {
+export function commonDirOf(
+  gitDir: string,
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): { dir: string; shared: boolean } {
   const fromEnv = env.GIT_COMMON_DIR;
   if (fromEnv !== undefined) return { dir: fromEnv, shared: true };
   const file = within(cwd, child(gitDir, 'commondir'));
-  if (statSync(file, { throwIfNoEntry: false }) === undefined) return { dir: gitDir, shared: false };
+  if (statSync(file, { throwIfNoEntry: false }) === undefined)
+    return { dir: gitDir, shared: false };
   let data: string;
   try {
     data = readFileSync(file, 'latin1');
@@ -98,7 +121,8 @@ export function commonDirOf(gitDir: string, cwd: string, env: NodeJS.ProcessEnv)
   if (data === '') throw new GitError('not-a-repository', `failed to read ${file}`, { file });
   data = data.replace(/[\r\n]+$/, '');
   const real = realPath(within(cwd, data.startsWith('/') ? data : `${gitDir}/${data}`));
-  if (real === undefined) throw new GitError('not-a-repository', `Invalid path '${data}'`, { file });
+  if (real === undefined)
+    throw new GitError('not-a-repository', `Invalid path '${data}'`, { file });
   return { dir: real, shared: true };
 }
 
@@ -123,21 +147,29 @@ export function readGitFile(path: string, cwd: string, env: NodeJS.ProcessEnv): 
   const st = statSync(full, { throwIfNoEntry: false });
   if (st === undefined) return { error: 'stat' };
   if (!st.isFile()) return { error: 'not-a-file' };
-  if (st.size > 1 << 20) throw new GitError('not-a-repository', `too large to be a .git file: '${path}'`, { file: full });
+  if (st.size > 1 << 20)
+    throw new GitError('not-a-repository', `too large to be a .git file: '${path}'`, {
+      file: full,
+    });
   let buf: Buffer;
   try {
     buf = readFileSync(full);
   } catch (e) {
-    throw new GitError('not-a-repository', `error opening '${path}': ${(e as Error).message}`, { file: full });
+    throw new GitError('not-a-repository', `error opening '${path}': ${(e as Error).message}`, {
+      file: full,
+    });
   }
   let text = buf.toString('latin1');
-  if (!text.startsWith('gitdir: ')) throw new GitError('not-a-repository', `invalid gitfile format: ${path}`, { file: full });
+  if (!text.startsWith('gitdir: '))
+    throw new GitError('not-a-repository', `invalid gitfile format: ${path}`, { file: full });
   text = text.replace(/[\r\n]+$/, '');
-  if (text.length < 9) throw new GitError('not-a-repository', `no path in gitfile: ${path}`, { file: full });
+  if (text.length < 9)
+    throw new GitError('not-a-repository', `no path in gitfile: ${path}`, { file: full });
   let dir = Buffer.from(text.slice(8), 'latin1').toString('utf8');
   const slash = path.lastIndexOf('/');
   if (!dir.startsWith('/') && slash >= 0) dir = path.slice(0, slash + 1) + dir;
-  if (!isGitDirectory(dir, cwd, env)) throw new GitError('not-a-repository', `not a git repository: ${dir}`, { file: full });
+  if (!isGitDirectory(dir, cwd, env))
+    throw new GitError('not-a-repository', `not a git repository: ${dir}`, { file: full });
   return { gitDir: realPath(within(cwd, dir)) ?? resolve(cwd, dir) };
 }
 

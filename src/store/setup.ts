@@ -2,8 +2,23 @@ import { resolve } from 'node:path';
 import { GitError } from '../errors.js';
 import { configBool, envBool, type GitConfig } from './config.js';
 import { loadConfigFile, loadProtectedConfig } from './config-files.js';
-import { dubiousOwnership, ensureImplicitBareAllowed, ensureValidOwnership, type OwnedPaths } from './ownership.js';
-import { commonDirOf, deviceOf, insideOf, isDirectory, isGitDirectory, osPath, readGitFile, realPath, within } from './setup-paths.js';
+import {
+  dubiousOwnership,
+  ensureImplicitBareAllowed,
+  ensureValidOwnership,
+  type OwnedPaths,
+} from './ownership.js';
+import {
+  commonDirOf,
+  deviceOf,
+  insideOf,
+  isDirectory,
+  isGitDirectory,
+  osPath,
+  readGitFile,
+  realPath,
+  within,
+} from './setup-paths.js';
 
 /**
  * git 2.39's setup.c: which repository a command acts on, and where git stands once it has found
@@ -76,7 +91,8 @@ export function setupGitDirectory(opts: SetupOptions): GitSetup {
     euid: opts.euid,
   };
   // An empty GIT_DIR is still set: git looks for "HEAD" and "/objects" and says it is no repository.
-  const found = env.GIT_DIR !== undefined ? explicitGitDir(env.GIT_DIR, start, st) : discover(start, st);
+  const found =
+    env.GIT_DIR !== undefined ? explicitGitDir(env.GIT_DIR, start, st) : discover(start, st);
   const common = commonDirOf(found.gitDir, found.cwd, env).dir;
   const objects = env.GIT_OBJECT_DIRECTORY ?? `${common}/objects`;
   return {
@@ -94,11 +110,13 @@ function explicitGitDir(named: string, cwd: string, st: State): Found {
   let gitdirenv = named;
   const gitfile = readGitFile(gitdirenv, cwd, st.env);
   if ('gitDir' in gitfile) gitdirenv = gitfile.gitDir;
-  if (!isGitDirectory(gitdirenv, cwd, st.env)) throw new GitError('not-a-repository', `not a git repository: '${gitdirenv}'`);
+  if (!isGitDirectory(gitdirenv, cwd, st.env))
+    throw new GitError('not-a-repository', `not a git repository: '${gitdirenv}'`);
   checkRepositoryFormat(gitdirenv, cwd, st);
   const workTree = explicitWorkTree(gitdirenv, cwd, st);
   const here = osPath(within(cwd, gitdirenv));
-  if (workTree === undefined || workTree === cwd || !insideOf(cwd, workTree)) return { gitDir: here, workTree, cwd };
+  if (workTree === undefined || workTree === cwd || !insideOf(cwd, workTree))
+    return { gitDir: here, workTree, cwd };
   // Inside the work tree: git moves to its top (set_git_dir(…, 1), then chdir).
   return { gitDir: realPath(here) ?? here, workTree, cwd: workTree };
 }
@@ -112,7 +130,8 @@ function explicitWorkTree(gitdirenv: string, cwd: string, st: State): string | u
   if (cfg !== undefined) {
     // chdir(gitdir), chdir(core.worktree), getcwd(): relative to the git directory, physical.
     const real = realPath(within(within(cwd, gitdirenv), cfg));
-    if (real === undefined || !isDirectory(real)) throw new GitError('not-a-repository', `cannot chdir to '${cfg}': No such file or directory`);
+    if (real === undefined || !isDirectory(real))
+      throw new GitError('not-a-repository', `cannot chdir to '${cfg}': No such file or directory`);
     return real;
   }
   if (!envBool(st.env, 'GIT_IMPLICIT_WORK_TREE', true)) return undefined;
@@ -123,7 +142,8 @@ function explicitWorkTree(gitdirenv: string, cwd: string, st: State): string | u
 function workTreePath(p: string, given: string): string {
   if (given === '') throw new GitError('not-a-repository', 'The empty string is not a valid path');
   const real = realPath(p);
-  if (real === undefined) throw new GitError('not-a-repository', `Invalid path '${given}': No such file or directory`);
+  if (real === undefined)
+    throw new GitError('not-a-repository', `Invalid path '${given}': No such file or directory`);
   return real;
 }
 
@@ -140,7 +160,15 @@ function discover(start: string, st: State): Found {
     if ('gitDir' in gitfile) gitdir = gitfile.gitDir;
     else if (isGitDirectory(candidate, start, st.env)) gitdir = '.git';
     if (gitdir !== undefined) {
-      owned({ gitfile: 'gitDir' in gitfile ? candidate : undefined, worktree: dir, gitdir: gitdir === '.git' ? candidate : gitdir }, dir, st);
+      owned(
+        {
+          gitfile: 'gitDir' in gitfile ? candidate : undefined,
+          worktree: dir,
+          gitdir: gitdir === '.git' ? candidate : gitdir,
+        },
+        dir,
+        st,
+      );
       return discoveredGitDir(gitdir, dir, start, st);
     }
     if (isGitDirectory(dir, start, st.env)) {
@@ -149,10 +177,17 @@ function discover(start: string, st: State): Found {
       return bareGitDir(dir, start, st);
     }
     const up = parentWithin(dir, ceiling);
-    if (up === undefined) throw new GitError('not-a-repository', 'not a git repository (or any of the parent directories): .git');
+    if (up === undefined)
+      throw new GitError(
+        'not-a-repository',
+        'not a git repository (or any of the parent directories): .git',
+      );
     dir = up;
     if (oneFilesystem && deviceOf(dir) !== device) {
-      throw new GitError('not-a-repository', `not a git repository (or any parent up to mount point ${dir})\nStopping at filesystem boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM not set).`);
+      throw new GitError(
+        'not-a-repository',
+        `not a git repository (or any parent up to mount point ${dir})\nStopping at filesystem boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM not set).`,
+      );
     }
   }
 }
@@ -184,25 +219,41 @@ export function ceilingOffset(start: string, value: string | undefined): number 
     const ceil = verbatim ? entry : realPath(entry);
     if (ceil === undefined) continue;
     const len = ceil.endsWith('/') ? ceil.length - 1 : ceil.length;
-    if (start.startsWith(ceil.slice(0, len)) && start[len] === '/' && start.length > len + 1) max = Math.max(max, len);
+    if (start.startsWith(ceil.slice(0, len)) && start[len] === '/' && start.length > len + 1)
+      max = Math.max(max, len);
   }
   return max;
 }
 
 /** `ensure_valid_ownership`, dying as setup_git_directory does when it fails. */
 function owned(paths: OwnedPaths, dir: string, st: State): void {
-  if (!ensureValidOwnership(paths, { euid: st.euid, env: st.env, protectedConfig: st.protectedConfig })) throw dubiousOwnership(dir);
+  if (
+    !ensureValidOwnership(paths, {
+      euid: st.euid,
+      env: st.env,
+      protectedConfig: st.protectedConfig,
+    })
+  )
+    throw dubiousOwnership(dir);
 }
 
 /** git's `setup_discovered_git_dir`: `gitdir` ('.git' or a .git file's target) found in `dir`. */
 function discoveredGitDir(gitdir: string, dir: string, start: string, st: State): Found {
   checkRepositoryFormat(gitdir, dir, st);
   if (st.env.GIT_WORK_TREE !== undefined || st.workTreeCfg !== undefined) {
-    const named = dir !== start && !gitdir.startsWith('/') ? (realPath(within(dir, gitdir)) ?? within(dir, gitdir)) : gitdir;
+    const named =
+      dir !== start && !gitdir.startsWith('/')
+        ? (realPath(within(dir, gitdir)) ?? within(dir, gitdir))
+        : gitdir;
     return explicitGitDir(named, start, st);
   }
   const here = osPath(within(dir, gitdir));
-  if (st.bareCfg === true) return { gitDir: dir !== start ? (realPath(here) ?? here) : here, workTree: undefined, cwd: start };
+  if (st.bareCfg === true)
+    return {
+      gitDir: dir !== start ? (realPath(here) ?? here) : here,
+      workTree: undefined,
+      cwd: start,
+    };
   return { gitDir: here, workTree: dir, cwd: dir };
 }
 
@@ -210,7 +261,8 @@ function discoveredGitDir(gitdir: string, dir: string, start: string, st: State)
 function bareGitDir(dir: string, start: string, st: State): Found {
   checkRepositoryFormat('.', dir, st);
   st.env.GIT_IMPLICIT_WORK_TREE = '0';
-  if (st.env.GIT_WORK_TREE !== undefined || st.workTreeCfg !== undefined) return explicitGitDir(dir === start ? '.' : dir, start, st);
+  if (st.env.GIT_WORK_TREE !== undefined || st.workTreeCfg !== undefined)
+    return explicitGitDir(dir === start ? '.' : dir, start, st);
   return { gitDir: dir, workTree: undefined, cwd: start };
 }
 
@@ -237,10 +289,17 @@ function checkRepositoryFormat(gitDir: string, cwd: string, st: State): void {
 }
 
 /** `read_worktree_config`: core.bare (a boolean, or fatal) and core.worktree (a value, or fatal). */
-function layoutOf(config: GitConfig, file: string): { bare: boolean | undefined; workTree: string | undefined } {
+function layoutOf(
+  config: GitConfig,
+  file: string,
+): { bare: boolean | undefined; workTree: string | undefined } {
   const workTree = config.getRaw('core.worktree');
-  if (workTree.includes(null)) throw new GitError('bad-config', `missing value for 'core.worktree'`, { file });
-  return { bare: config.getBool('core.bare'), workTree: workTree.length > 0 ? workTree[workTree.length - 1]! : undefined };
+  if (workTree.includes(null))
+    throw new GitError('bad-config', `missing value for 'core.worktree'`, { file });
+  return {
+    bare: config.getBool('core.bare'),
+    workTree: workTree.length > 0 ? workTree[workTree.length - 1]! : undefined,
+  };
 }
 
 /** `check_repo_format` and `verify_repository_format` over one file's entries. */
@@ -268,18 +327,28 @@ function readFormat(config: GitConfig, file: string): RepositoryFormat {
 
 function objectFormat(value: string | null, file: string): 'sha1' | 'sha256' {
   if (value === 'sha1' || value === 'sha256') return value;
-  if (value === null) throw new GitError('bad-config', `missing value for 'extensions.objectformat'`, { file });
-  throw new GitError('bad-config', `invalid value for 'extensions.objectformat': '${value}'`, { file });
+  if (value === null)
+    throw new GitError('bad-config', `missing value for 'extensions.objectformat'`, { file });
+  throw new GitError('bad-config', `invalid value for 'extensions.objectformat': '${value}'`, {
+    file,
+  });
 }
 
 /** git's `verify_repository_format`, with its messages. */
 function verifyRepositoryFormat(version: number, unknown: string[], v1Only: string[]): void {
   const list = (names: string[]): string => names.map((n) => `\n\t${n}`).join('');
-  if (version > 1) throw new GitError('not-a-repository', `Expected git repo version <= 1, found ${version}`);
+  if (version > 1)
+    throw new GitError('not-a-repository', `Expected git repo version <= 1, found ${version}`);
   if (version >= 1 && unknown.length > 0) {
-    throw new GitError('not-a-repository', `unknown repository extension${unknown.length > 1 ? 's' : ''} found:${list(unknown)}`);
+    throw new GitError(
+      'not-a-repository',
+      `unknown repository extension${unknown.length > 1 ? 's' : ''} found:${list(unknown)}`,
+    );
   }
   if (version === 0 && v1Only.length > 0) {
-    throw new GitError('not-a-repository', `repo version is 0, but v1-only extension${v1Only.length > 1 ? 's' : ''} found:${list(v1Only)}`);
+    throw new GitError(
+      'not-a-repository',
+      `repo version is 0, but v1-only extension${v1Only.length > 1 ? 's' : ''} found:${list(v1Only)}`,
+    );
   }
 }

@@ -20,7 +20,8 @@ export function parseSharedRepository(value: string | undefined | null): number 
   if (value === 'all' || value === 'world' || value === 'everybody') return PERM_EVERYBODY;
   // strtol(value, &end, 8): blanks, a sign, octal digits; anything left over makes it a boolean.
   const m = /^[ \t\n\v\f\r]*([+-]?)([0-7]*)$/.exec(value);
-  if (!m || (m[2] === '' && value !== '')) return configBool('core.sharedrepository', value) ? PERM_GROUP : PERM_UMASK;
+  if (!m || (m[2] === '' && value !== ''))
+    return configBool('core.sharedrepository', value) ? PERM_GROUP : PERM_UMASK;
   const i = (m[1] === '-' ? -1 : 1) * parseInt(m[2] || '0', 8);
   if (i === 0) return PERM_UMASK;
   if (i === 1) return PERM_GROUP;

@@ -1,4 +1,15 @@
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readSync, renameSync, statSync, utimesSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  linkSync,
+  mkdirSync,
+  openSync,
+  readSync,
+  renameSync,
+  statSync,
+  utimesSync,
+  writeSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { crc32, deflateSync } from 'node:zlib';
 import { DEFLATE_BLOCK, ParallelDeflate } from '../codec/parallel-deflate.js';
@@ -6,7 +17,12 @@ import { IDX_MAGIC, encodeIdxV2 } from '../format/idx.js';
 import { OBJ_BLOB } from '../format/object-type.js';
 import { encodeEntryHeader, encodePackHeader } from '../format/pack.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { ContentSizeError, HashObjectError, ObjectHasher, objectHeaderBytes } from '../hash/hash-object.js';
+import {
+  ContentSizeError,
+  HashObjectError,
+  ObjectHasher,
+  objectHeaderBytes,
+} from '../hash/hash-object.js';
 import { fsyncDir, tmpPath, unlinkIfExists, writeFileDurable } from './files.js';
 import { installPack, listPacks } from './packdir.js';
 import { withExt, type FsPath } from './fs-path.js';
@@ -43,7 +59,8 @@ export interface ObjectWriteTarget {
 }
 
 /** Content to write: in memory, or `size` bytes of a regular file from offset 0. */
-export type ContentSource = { data: Uint8Array; label: string } | { fd: number; size: number; label: string };
+export type ContentSource =
+  { data: Uint8Array; label: string } | { fd: number; size: number; label: string };
 
 function sourceSize(s: ContentSource): number {
   return 'data' in s ? s.data.length : s.size;
@@ -51,7 +68,6 @@ function sourceSize(s: ContentSource): number {
 
 // ---------------------------------------------------------------------------------------------
 // Existence: `has_object_file` and the freshening `write_object_file` does instead of rewriting.
-
 
 /** Is `id` listed in this `.idx`? Reads the fanout and the ids of one fanout bucket only. */
 export function idxHasObject(idxPath: FsPath, id: Uint8Array, len: number): boolean {
@@ -123,7 +139,8 @@ function freshenFile(path: FsPath): boolean {
 export function hasObject(t: ObjectWriteTarget, id: Uint8Array): boolean {
   const hex = toHex(id);
   for (const dir of [t.objectsDir, ...t.alternates]) {
-    for (const p of listPacks(dir)) if (idxHasObject(withExt(p.fsBase, '.idx'), id, t.algo.len)) return true;
+    for (const p of listPacks(dir))
+      if (idxHasObject(withExt(p.fsBase, '.idx'), id, t.algo.len)) return true;
   }
   for (const dir of [t.objectsDir, ...t.alternates]) if (exists(loosePathOf(dir, hex))) return true;
   return false;
@@ -152,7 +169,13 @@ export function freshenObject(t: ObjectWriteTarget, id: Uint8Array): boolean {
 }
 
 // core.sharedRepository: the rule lives in shared-perm.ts (the rewrite applies it too).
-export { PERM_EVERYBODY, PERM_GROUP, PERM_UMASK, adjustSharedPerm, parseSharedRepository } from './shared-perm.js';
+export {
+  PERM_EVERYBODY,
+  PERM_GROUP,
+  PERM_UMASK,
+  adjustSharedPerm,
+  parseSharedRepository,
+} from './shared-perm.js';
 
 function ensureDir(dir: string, shared: number): void {
   try {
@@ -201,7 +224,11 @@ async function deflateContent(
     onOutput(deflateSync(input, { level }));
     return;
   }
-  const pd = new ParallelDeflate({ level, ...(concurrency !== undefined ? { concurrency } : {}), onOutput });
+  const pd = new ParallelDeflate({
+    level,
+    ...(concurrency !== undefined ? { concurrency } : {}),
+    onOutput,
+  });
   try {
     let pos = 0;
     let first = true;
@@ -234,7 +261,14 @@ async function deflateContent(
   }
 }
 
-function readExact(fd: number, buf: Buffer, off: number, n: number, pos: number, label: string): void {
+function readExact(
+  fd: number,
+  buf: Buffer,
+  off: number,
+  n: number,
+  pos: number,
+  label: string,
+): void {
   let got = 0;
   while (got < n) {
     const r = readSync(fd, buf, off + got, n - got, pos + got);
@@ -244,7 +278,8 @@ function readExact(fd: number, buf: Buffer, off: number, n: number, pos: number,
 }
 
 function checkEof(fd: number, size: number, label: string): void {
-  if (readSync(fd, Buffer.allocUnsafe(1), 0, 1, size) !== 0) throw new ContentSizeError(size, size + 1, label);
+  if (readSync(fd, Buffer.allocUnsafe(1), 0, 1, size) !== 0)
+    throw new ContentSizeError(size, size + 1, label);
 }
 
 function unstable(id: Uint8Array): HashObjectError {
@@ -254,9 +289,19 @@ function unstable(id: Uint8Array): HashObjectError {
 function createFailure(e: unknown, objectsDir: string): HashObjectError {
   const err = e as NodeJS.ErrnoException;
   if (err.code === 'EACCES' || err.code === 'EPERM') {
-    return new HashObjectError('io', 'unable to write object', [`insufficient permission for adding an object to repository database ${objectsDir}`], { cause: e });
+    return new HashObjectError(
+      'io',
+      'unable to write object',
+      [`insufficient permission for adding an object to repository database ${objectsDir}`],
+      { cause: e },
+    );
   }
-  return new HashObjectError('io', 'unable to write object', [`unable to create temporary file: ${err.message}`], { cause: e });
+  return new HashObjectError(
+    'io',
+    'unable to write object',
+    [`unable to create temporary file: ${err.message}`],
+    { cause: e },
+  );
 }
 
 /** git's `finalize_object_file`: hard link into place (an existing object wins), else rename. */
@@ -276,7 +321,12 @@ function finalizeObjectFile(tmp: string, final: string): void {
  * linked into place read-only.
  * The caller has checked (`freshenObject`) that it does not exist yet.
  */
-export async function writeLooseObject(t: ObjectWriteTarget, type: string, id: Uint8Array, source: ContentSource): Promise<string> {
+export async function writeLooseObject(
+  t: ObjectWriteTarget,
+  type: string,
+  id: Uint8Array,
+  source: ContentSource,
+): Promise<string> {
   const hex = toHex(id);
   const dir = join(t.objectsDir, hex.slice(0, 2));
   const final = join(dir, hex.slice(2));
@@ -293,7 +343,14 @@ export async function writeLooseObject(t: ObjectWriteTarget, type: string, id: U
   try {
     const size = sourceSize(source);
     const verify = new ObjectHasher(t.algo, type, size, source.label);
-    await deflateContent(source, objectHeaderBytes(type, size), t.looseCompression, t.concurrency, verify, (piece) => writeAll(fd, piece));
+    await deflateContent(
+      source,
+      objectHeaderBytes(type, size),
+      t.looseCompression,
+      t.concurrency,
+      verify,
+      (piece) => writeAll(fd, piece),
+    );
     if (!verify.digest().equals(id)) throw unstable(id);
     if (t.fsyncLoose !== false) fsyncSync(fd);
     closeSync(fd);
@@ -344,7 +401,9 @@ export async function writeBulkCheckinPack(
     const eh = Buffer.alloc(16);
     write(eh.subarray(0, encodeEntryHeader(OBJ_BLOB, size, eh, 0)), true);
     const verify = new ObjectHasher(t.algo, 'blob', size, source.label);
-    await deflateContent(source, undefined, t.packCompression, t.concurrency, verify, (piece) => write(piece, true));
+    await deflateContent(source, undefined, t.packCompression, t.concurrency, verify, (piece) =>
+      write(piece, true),
+    );
     if (!verify.digest().equals(id)) throw unstable(id);
     const checksum = packHash.digest();
     writeAll(fd, checksum);
@@ -352,7 +411,12 @@ export async function writeBulkCheckinPack(
     closeSync(fd);
     fd = -1;
     const idx = encodeIdxV2(
-      { count: 1, ids: Buffer.from(id), offsets: Float64Array.of(12), crcs: Uint32Array.of(crc >>> 0) },
+      {
+        count: 1,
+        ids: Buffer.from(id),
+        offsets: Float64Array.of(12),
+        crcs: Uint32Array.of(crc >>> 0),
+      },
       checksum,
       t.algo,
     );

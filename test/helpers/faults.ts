@@ -43,7 +43,12 @@ export interface FaultRun extends ToolResult {
 }
 
 /** Runs the CLI to completion with a fault plan (or none). */
-export function toolFault(args: string[], cwd: string, fault: string | undefined, env: Record<string, string | undefined> = {}): FaultRun {
+export function toolFault(
+  args: string[],
+  cwd: string,
+  fault: string | undefined,
+  env: Record<string, string | undefined> = {},
+): FaultRun {
   const r = spawnSync(process.execPath, [CLI_BIN, ...args], {
     cwd,
     env: gitEnv({ ...env, GIT_REPACK_TS_FAULT: fault }),
@@ -52,7 +57,13 @@ export function toolFault(args: string[], cwd: string, fault: string | undefined
     timeout: 120_000,
   });
   if (r.error && (r.error as NodeJS.ErrnoException).code !== 'ETIMEDOUT') throw r.error;
-  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr, signal: r.signal, killed: r.signal === 'SIGKILL' };
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout,
+    stderr: r.stderr,
+    signal: r.signal,
+    killed: r.signal === 'SIGKILL',
+  };
 }
 
 export interface Point {
@@ -61,7 +72,11 @@ export interface Point {
 }
 
 /** Every fault point a clean run reaches, in order (the run happens: use a copy). */
-export function tracePoints(args: string[], cwd: string, env: Record<string, string | undefined> = {}): Point[] {
+export function tracePoints(
+  args: string[],
+  cwd: string,
+  env: Record<string, string | undefined> = {},
+): Point[] {
   const trace = path.join(fs.mkdtempSync(path.join(path.dirname(cwd), 'trace-')), 'points');
   fs.writeFileSync(trace, '');
   const r = toolFault(args, cwd, undefined, { ...env, GIT_REPACK_TS_FAULT_TRACE: trace });
@@ -79,15 +94,26 @@ export function tracePoints(args: string[], cwd: string, env: Record<string, str
 }
 
 /** Spawns the CLI in its own process group, so that a kill takes git's children with it. */
-export function spawnTool(args: string[], cwd: string, env: Record<string, string | undefined> = {}): { child: ChildProcess; done: Promise<FaultRun> } {
-  const child = spawn(process.execPath, [CLI_BIN, ...args], { cwd, env: gitEnv(env), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+export function spawnTool(
+  args: string[],
+  cwd: string,
+  env: Record<string, string | undefined> = {},
+): { child: ChildProcess; done: Promise<FaultRun> } {
+  const child = spawn(process.execPath, [CLI_BIN, ...args], {
+    cwd,
+    env: gitEnv(env),
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   let stderr = '';
   child.stdout!.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr!.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   const done = new Promise<FaultRun>((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ status: code ?? -1, stdout, stderr, signal, killed: signal === 'SIGKILL' }));
+    child.on('close', (code, signal) =>
+      resolve({ status: code ?? -1, stdout, stderr, signal, killed: signal === 'SIGKILL' }),
+    );
   });
   return { child, done };
 }
@@ -132,7 +158,12 @@ export interface StoppedRun {
  * Starts the CLI with `<point>:<n>:stop` and waits until it has stopped itself there (SIGSTOP),
  * so that a test can run git against the repository at that exact moment, then `resume()`.
  */
-export async function runUntil(args: string[], cwd: string, point: string, env: Record<string, string | undefined> = {}): Promise<StoppedRun> {
+export async function runUntil(
+  args: string[],
+  cwd: string,
+  point: string,
+  env: Record<string, string | undefined> = {},
+): Promise<StoppedRun> {
   const { child, done } = spawnTool(args, cwd, { ...env, GIT_REPACK_TS_FAULT: `${point}:stop` });
   let ended = false;
   void done.then(() => (ended = true));
@@ -146,7 +177,14 @@ export async function runUntil(args: string[], cwd: string, point: string, env: 
   };
   const deadline = Date.now() + 60_000;
   while (!ended && Date.now() < deadline) {
-    if (procState(child.pid!) === 'T') return { stopped: true, pid: child.pid!, resume: () => process.kill(child.pid!, 'SIGCONT'), kill, done };
+    if (procState(child.pid!) === 'T')
+      return {
+        stopped: true,
+        pid: child.pid!,
+        resume: () => process.kill(child.pid!, 'SIGCONT'),
+        kill,
+        done,
+      };
     await new Promise((r) => setTimeout(r, 5));
   }
   kill();
@@ -167,7 +205,13 @@ export function leftovers(repo: string): string[] {
   const out: string[] = [];
   for (const dir of [objects, path.join(objects, 'pack')]) {
     for (const n of fs.existsSync(dir) ? fs.readdirSync(dir) : []) {
-      if (/^tmp_.*rts/.test(n) || n.startsWith('repack-ts.journal') || n.startsWith('maintenance.lock') || n.endsWith('.idx.removing')) out.push(path.relative(objects, path.join(dir, n)));
+      if (
+        /^tmp_.*rts/.test(n) ||
+        n.startsWith('repack-ts.journal') ||
+        n.startsWith('maintenance.lock') ||
+        n.endsWith('.idx.removing')
+      )
+        out.push(path.relative(objects, path.join(dir, n)));
     }
   }
   // The journal's first home, in case an old build left one.
@@ -191,12 +235,14 @@ export function packShape(repo: string): string[] {
     const m = /^(pack-[0-9a-f]+)\.(\w+)$/.exec(n);
     if (m) bases.set(m[1]!, [...(bases.get(m[1]!) ?? []), m[2]!]);
     else if (n === 'multi-pack-index') out.push('midx');
-    else if (/^multi-pack-index-[0-9a-f]+\.(bitmap|rev)$/.test(n)) out.push('midx.' + n.split('.').pop());
+    else if (/^multi-pack-index-[0-9a-f]+\.(bitmap|rev)$/.test(n))
+      out.push('midx.' + n.split('.').pop());
     else out.push('stray ' + n);
   }
   for (const exts of bases.values()) out.push('pack ' + exts.sort().join(','));
   let loose = 0;
-  for (const d of fs.readdirSync(objects)) if (/^[0-9a-f]{2}$/.test(d)) loose += fs.readdirSync(path.join(objects, d)).length;
+  for (const d of fs.readdirSync(objects))
+    if (/^[0-9a-f]{2}$/.test(d)) loose += fs.readdirSync(path.join(objects, d)).length;
   out.push(`loose ${loose}`);
   return out.sort();
 }
@@ -205,7 +251,8 @@ export function packShape(repo: string): string[] {
 export function integrityProblems(repo: string, before: string[]): string[] {
   const problems: string[] = [];
   const f = fsckStrict(repo);
-  if (f.status !== 0) problems.push(`git fsck --strict failed (${f.status}): ${f.output.slice(0, 2000)}`);
+  if (f.status !== 0)
+    problems.push(`git fsck --strict failed (${f.status}): ${f.output.slice(0, 2000)}`);
   let after: string[] = [];
   try {
     after = objectSet(repo);
@@ -215,13 +262,17 @@ export function integrityProblems(repo: string, before: string[]): string[] {
   if (after.length > 0 || before.length === 0) {
     const have = new Set(after);
     const lost = before.filter((o) => !have.has(o));
-    if (lost.length > 0) problems.push(`${lost.length} objects lost, e.g. ${lost.slice(0, 3).join('; ')}`);
+    if (lost.length > 0)
+      problems.push(`${lost.length} objects lost, e.g. ${lost.slice(0, 3).join('; ')}`);
   }
   return problems;
 }
 
 /** A content hash of every file under `dir` (relative path, mode, bytes): "untouched" means equal. */
-export function treeDigest(dir: string, skip: (rel: string) => boolean = () => false): Map<string, string> {
+export function treeDigest(
+  dir: string,
+  skip: (rel: string) => boolean = () => false,
+): Map<string, string> {
   const out = new Map<string, string>();
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
@@ -258,7 +309,11 @@ export function isRoot(): boolean {
 }
 
 /** Runs git in a repository and says whether it succeeded. */
-export function gitStatus(args: string[], cwd: string, env?: Record<string, string | undefined>): number {
+export function gitStatus(
+  args: string[],
+  cwd: string,
+  env?: Record<string, string | undefined>,
+): number {
   return git(args, env ? { cwd, env } : { cwd }).status;
 }
 
@@ -281,7 +336,11 @@ const SCRATCH_ROOT: string = (() => {
 export function scratchCopy(pristineRepo: string, name: string): string {
   const top = fs.mkdtempSync(path.join(SCRATCH_ROOT, `git-repack-ts-rel-${name}-`));
   const dest = path.join(top, 'fx');
-  fs.cpSync(path.dirname(pristineRepo), dest, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+  fs.cpSync(path.dirname(pristineRepo), dest, {
+    recursive: true,
+    preserveTimestamps: true,
+    verbatimSymlinks: true,
+  });
   return path.join(dest, path.basename(pristineRepo));
 }
 
@@ -289,12 +348,18 @@ export function scratchCopy(pristineRepo: string, name: string): string {
 export function scratchGitDir(pristineRepo: string, gitDir: string, name: string): string {
   const top = fs.mkdtempSync(path.join(SCRATCH_ROOT, `git-repack-ts-rel-${name}-`));
   const dest = path.join(top, 'git');
-  fs.cpSync(path.resolve(pristineRepo, gitDir), dest, { recursive: true, preserveTimestamps: true, verbatimSymlinks: true });
+  fs.cpSync(path.resolve(pristineRepo, gitDir), dest, {
+    recursive: true,
+    preserveTimestamps: true,
+    verbatimSymlinks: true,
+  });
   return dest;
 }
 
 export function dropScratch(repo: string): void {
-  const top = [path.dirname(repo), path.dirname(path.dirname(repo))].find((d) => path.basename(d).startsWith('git-repack-ts-rel-'));
+  const top = [path.dirname(repo), path.dirname(path.dirname(repo))].find((d) =>
+    path.basename(d).startsWith('git-repack-ts-rel-'),
+  );
   if (top === undefined) throw new Error(`${repo} is not a scratch copy`);
   fs.rmSync(top, { recursive: true, force: true });
 }

@@ -40,7 +40,7 @@ export function ofsDistance(d: number): Buffer {
   let v = Math.floor(d / 128);
   while (v > 0) {
     v -= 1;
-    out.unshift(0x80 | v % 128);
+    out.unshift(0x80 | (v % 128));
     v = Math.floor(v / 128);
   }
   return Buffer.from(out);
@@ -142,7 +142,13 @@ export function buildPack(entries: ForgeEntry[], h: HashName, count = entries.le
 }
 
 /** An idx v2 for these (id, offset, crc) triples, sorted by id as git writes it. */
-export function buildIdx(ids: Buffer[], offsets: number[], crcs: number[], packChecksum: Buffer, h: HashName): Buffer {
+export function buildIdx(
+  ids: Buffer[],
+  offsets: number[],
+  crcs: number[],
+  packChecksum: Buffer,
+  h: HashName,
+): Buffer {
   const len = hashLen(h);
   const order = ids.map((_, i) => i).sort((a, b) => Buffer.compare(ids[a]!, ids[b]!));
   const n = ids.length;
@@ -172,7 +178,10 @@ export function buildIdx(ids: Buffer[], offsets: number[], crcs: number[], packC
   });
   const trailer = bigAt + large * 8;
   packChecksum.copy(out, trailer);
-  createHash(h).update(out.subarray(0, trailer + len)).digest().copy(out, trailer + len);
+  createHash(h)
+    .update(out.subarray(0, trailer + len))
+    .digest()
+    .copy(out, trailer + len);
   return out;
 }
 
@@ -180,12 +189,20 @@ export function buildIdx(ids: Buffer[], offsets: number[], crcs: number[], packC
 export function resum(buf: Buffer, h: HashName): Buffer {
   const len = hashLen(h);
   const out = Buffer.from(buf);
-  createHash(h).update(out.subarray(0, out.length - len)).digest().copy(out, out.length - len);
+  createHash(h)
+    .update(out.subarray(0, out.length - len))
+    .digest()
+    .copy(out, out.length - len);
   return out;
 }
 
 /** A pack and idx of `entries`, with ids given or computed (a base object's id is its content's). */
-export function forge(entries: ForgeEntry[], ids: Buffer[], h: HashName, count?: number): { pack: Buffer; idx: Buffer; name: string; offsets: number[] } {
+export function forge(
+  entries: ForgeEntry[],
+  ids: Buffer[],
+  h: HashName,
+  count?: number,
+): { pack: Buffer; idx: Buffer; name: string; offsets: number[] } {
   const p = buildPack(entries, h, count);
   const idx = buildIdx(ids, p.offsets, p.crcs, p.checksum, h);
   return { pack: p.pack, idx, name: `pack-${p.checksum.toString('hex')}`, offsets: p.offsets };

@@ -10,8 +10,13 @@ export function expectGitIndexes(repo: string, pack: string): void {
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-idx-'));
   try {
     gitOk(['index-pack', '--rev-index', '-o', path.join(tmp, 'g.idx'), pack], { cwd: repo });
-    expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(true);
-    if (fs.existsSync(base + '.rev')) expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(true);
+    expect(fs.readFileSync(path.join(tmp, 'g.idx')).equals(fs.readFileSync(base + '.idx'))).toBe(
+      true,
+    );
+    if (fs.existsSync(base + '.rev'))
+      expect(fs.readFileSync(path.join(tmp, 'g.rev')).equals(fs.readFileSync(base + '.rev'))).toBe(
+        true,
+      );
   } finally {
     fs.rmSync(tmp, { recursive: true, force: true });
   }

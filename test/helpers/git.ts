@@ -14,7 +14,10 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 
 /** A HOME for git that contains nothing (fixed path, so the env is stable). */
-export const PINNED_HOME: string = path.join(fs.realpathSync(os.tmpdir()), `git-repack-ts-home-${process.getuid?.() ?? 0}`);
+export const PINNED_HOME: string = path.join(
+  fs.realpathSync(os.tmpdir()),
+  `git-repack-ts-home-${process.getuid?.() ?? 0}`,
+);
 fs.mkdirSync(PINNED_HOME, { recursive: true });
 
 /** Unix time of tick 0 of the pinned clock (2023-11-14T22:13:20Z). */
@@ -203,7 +206,10 @@ export function commonDirOf(repoDir: string): string {
 
 /** Absolute path of the repository's objects/pack directory. */
 export function packDirOf(repoDir: string): string {
-  return path.resolve(repoDir, gitOk(['rev-parse', '--git-path', 'objects/pack'], { cwd: repoDir }).trim());
+  return path.resolve(
+    repoDir,
+    gitOk(['rev-parse', '--git-path', 'objects/pack'], { cwd: repoDir }).trim(),
+  );
 }
 
 /** Absolute paths of the .pack files of a repository, sorted. */

@@ -46,7 +46,13 @@ export function sandbox(name: string, opts: { bare?: boolean; shared?: string } 
   fs.mkdirSync(outside);
   const secret = path.join(outside, 'secret');
   fs.writeFileSync(secret, SECRET);
-  return { top, repo, outside, secret, drop: () => fs.rmSync(top, { recursive: true, force: true }) };
+  return {
+    top,
+    repo,
+    outside,
+    secret,
+    drop: () => fs.rmSync(top, { recursive: true, force: true }),
+  };
 }
 
 export function objectsOf(repo: string): string {
@@ -55,7 +61,11 @@ export function objectsOf(repo: string): string {
 
 export function packsOf(repo: string): string[] {
   const dir = path.join(objectsOf(repo), 'pack');
-  return fs.readdirSync(dir).filter((n) => /^pack-[0-9a-f]+\.pack$/.test(n)).map((n) => n.slice(0, -5)).sort();
+  return fs
+    .readdirSync(dir)
+    .filter((n) => /^pack-[0-9a-f]+\.pack$/.test(n))
+    .map((n) => n.slice(0, -5))
+    .sort();
 }
 
 /** A copy of the repository (stock git runs there, on the same input). */
@@ -74,17 +84,48 @@ export interface Ran {
 }
 
 /** Runs argv under `umask` (sh's builtin, then exec), killed after 30 s: a hang is a failure, not a stuck suite. */
-function underUmask(argv: string[], cwd: string, umask: string, env: Record<string, string | undefined>): Ran {
+function underUmask(
+  argv: string[],
+  cwd: string,
+  umask: string,
+  env: Record<string, string | undefined>,
+): Ran {
   const t0 = Date.now();
-  const r = spawnSync('/bin/sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', ...argv], { cwd, env: gitEnv(env), encoding: 'utf8', timeout: 30_000, killSignal: 'SIGKILL', maxBuffer: 1 << 26 });
-  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: r.stderr ?? '', ms: Date.now() - t0, signal: r.signal };
+  const r = spawnSync('/bin/sh', ['-c', `umask ${umask} && exec "$@"`, 'sh', ...argv], {
+    cwd,
+    env: gitEnv(env),
+    encoding: 'utf8',
+    timeout: 30_000,
+    killSignal: 'SIGKILL',
+    maxBuffer: 1 << 26,
+  });
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout ?? '',
+    stderr: r.stderr ?? '',
+    ms: Date.now() - t0,
+    signal: r.signal,
+  };
 }
 
-export function runTool(repo: string, args: string[] = HOSTILE_ARGS, opts: { umask?: string; env?: Record<string, string | undefined> } = {}): Ran {
-  return underUmask([process.execPath, CLI_BIN, ...args], repo, opts.umask ?? '022', opts.env ?? {});
+export function runTool(
+  repo: string,
+  args: string[] = HOSTILE_ARGS,
+  opts: { umask?: string; env?: Record<string, string | undefined> } = {},
+): Ran {
+  return underUmask(
+    [process.execPath, CLI_BIN, ...args],
+    repo,
+    opts.umask ?? '022',
+    opts.env ?? {},
+  );
 }
 
-export function runGit(repo: string, args: string[], opts: { umask?: string; env?: Record<string, string | undefined> } = {}): Ran {
+export function runGit(
+  repo: string,
+  args: string[],
+  opts: { umask?: string; env?: Record<string, string | undefined> } = {},
+): Ran {
   return underUmask(['git', ...args], repo, opts.umask ?? '022', opts.env ?? {});
 }
 
@@ -103,9 +144,15 @@ export function packModes(repo: string): string[] {
  * What must hold after any run: no object lost (object set and `git fsck --strict`), `outside`
  * unchanged, and the secret's text in no file of the repository.
  */
-export function soundAfter(sb: Sandbox, before: string[], outsideBefore: Map<string, string>): string[] {
+export function soundAfter(
+  sb: Sandbox,
+  before: string[],
+  outsideBefore: Map<string, string>,
+): string[] {
   const problems = integrityProblems(sb.repo, before);
-  problems.push(...digestDiff(outsideBefore, treeDigest(sb.outside)).map((d) => `outside changed: ${d}`));
+  problems.push(
+    ...digestDiff(outsideBefore, treeDigest(sb.outside)).map((d) => `outside changed: ${d}`),
+  );
   const leaked: string[] = [];
   const walk = (d: string): void => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
@@ -131,14 +178,20 @@ export function snapshot(sb: Sandbox): { before: string[]; outside: Map<string, 
 export function makeZombie(): { pid: number; end: () => void } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-zombie-'));
   const out = path.join(dir, 'pid');
-  const child = spawnSync('/bin/sh', ['-c', `(true & echo $! > "${out}"; exec sleep 60) > /dev/null 2>&1 & echo $!`], { encoding: 'utf8' });
+  const child = spawnSync(
+    '/bin/sh',
+    ['-c', `(true & echo $! > "${out}"; exec sleep 60) > /dev/null 2>&1 & echo $!`],
+    { encoding: 'utf8' },
+  );
   const parent = Number(child.stdout.trim());
   const deadline = Date.now() + 5000;
   let pid = NaN;
   while (Date.now() < deadline) {
     if (fs.existsSync(out) && fs.readFileSync(out, 'utf8').trim() !== '') {
       pid = Number(fs.readFileSync(out, 'utf8').trim());
-      const stat = fs.existsSync(`/proc/${pid}/stat`) ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+      const stat = fs.existsSync(`/proc/${pid}/stat`)
+        ? fs.readFileSync(`/proc/${pid}/stat`, 'utf8')
+        : '';
       if (/\) Z /.test(stat)) break;
     }
     spawnSync('sleep', ['0.05']);

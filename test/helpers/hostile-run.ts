@@ -8,12 +8,19 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { main } from '../../src/cli/main.js';
 import { FIXTURES, fixturePath, type FixtureName } from '../fixtures/index.js';
-import { CLI_BIN, digestDiff, dropScratch, integrityProblems, objectsDirOf, scratchGitDir, treeDigest } from './faults.js';
+import {
+  CLI_BIN,
+  digestDiff,
+  dropScratch,
+  integrityProblems,
+  objectsDirOf,
+  scratchGitDir,
+  treeDigest,
+} from './faults.js';
 import { gitEnv, objectSet, PINNED_ENV } from './git.js';
 import { installVariant, type Variant } from './hostile.js';
 
 export type Cmd = 'verify' | 'inspect' | 'repack';
-
 
 /** The commands run in-process spawn git with process.env: pin it as for the CLI (a forked test worker only). */
 export function pinProcessEnv(): void {
@@ -33,7 +40,13 @@ export interface Run {
 export async function inProcess(args: string[], cwd: string): Promise<Run> {
   let stdout = '';
   let stderr = '';
-  const status = await main(args, { out: (t) => void (stdout += t), err: (t) => void (stderr += t), stderrIsTty: false, env: { ...PINNED_ENV }, cwd });
+  const status = await main(args, {
+    out: (t) => void (stdout += t),
+    err: (t) => void (stderr += t),
+    stderrIsTty: false,
+    env: { ...PINNED_ENV },
+    cwd,
+  });
   return { status, stdout, stderr };
 }
 
@@ -44,9 +57,18 @@ const LIMIT_RSS_KIB = 200 * 1024;
 /** The CLI in its own process, its peak memory measured by /usr/bin/time when there is one. */
 export function viaCli(args: string[], cwd: string): Run {
   const stats = path.join(cwd, '..', `time-${process.pid}-${Math.random().toString(16).slice(2)}`);
-  const argv = TIME ? [TIME, '-f', '%M', '-o', stats, process.execPath, CLI_BIN, ...args] : [process.execPath, CLI_BIN, ...args];
+  const argv = TIME
+    ? [TIME, '-f', '%M', '-o', stats, process.execPath, CLI_BIN, ...args]
+    : [process.execPath, CLI_BIN, ...args];
   const t0 = Date.now();
-  const r = spawnSync(argv[0]!, argv.slice(1), { cwd, env: gitEnv(), encoding: 'utf8', timeout: LIMIT_MS, killSignal: 'SIGKILL', maxBuffer: 1 << 26 });
+  const r = spawnSync(argv[0]!, argv.slice(1), {
+    cwd,
+    env: gitEnv(),
+    encoding: 'utf8',
+    timeout: LIMIT_MS,
+    killSignal: 'SIGKILL',
+    maxBuffer: 1 << 26,
+  });
   const ms = Date.now() - t0;
   let maxRssKiB: number | undefined;
   if (TIME && fs.existsSync(stats)) {
@@ -54,7 +76,13 @@ export function viaCli(args: string[], cwd: string): Run {
     if (m) maxRssKiB = Number(m[1]);
     fs.rmSync(stats);
   }
-  return { status: r.status ?? -1, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.signal ? `\n[killed by ${r.signal} after ${ms} ms]` : ''), maxRssKiB, ms };
+  return {
+    status: r.status ?? -1,
+    stdout: r.stdout ?? '',
+    stderr: (r.stderr ?? '') + (r.signal ? `\n[killed by ${r.signal} after ${ms} ms]` : ''),
+    maxRssKiB,
+    ms,
+  };
 }
 
 export interface Judged {
@@ -74,7 +102,11 @@ function namesFileAndOffset(line: string, files: string[]): boolean {
   return names(files).some((n) => line.includes(n)) && /at offset \d+/.test(line);
 }
 
-export async function tryVariant(v: Variant, run: (args: string[], cwd: string) => Run | Promise<Run>, pristineSet: Map<FixtureName, string[]>): Promise<Judged> {
+export async function tryVariant(
+  v: Variant,
+  run: (args: string[], cwd: string) => Run | Promise<Run>,
+  pristineSet: Map<FixtureName, string[]>,
+): Promise<Judged> {
   const t0 = Date.now();
   const repo = scratchGitDir(fixturePath(v.fixture), FIXTURES[v.fixture].gitDir, v.fixture);
   const problems: Judged['problems'] = [];
@@ -86,7 +118,8 @@ export async function tryVariant(v: Variant, run: (args: string[], cwd: string) 
     maxRssKiB = Math.max(maxRssKiB, r.maxRssKiB ?? 0);
     if (r.stderr.includes('internal error')) say(`${what} crashed: ${r.stderr.trim()}`);
     if (r.ms !== undefined && r.ms > LIMIT_MS) say(`${what} took ${r.ms} ms`);
-    if (r.maxRssKiB !== undefined && r.maxRssKiB > LIMIT_RSS_KIB) say(`${what} peaked at ${r.maxRssKiB} KiB`);
+    if (r.maxRssKiB !== undefined && r.maxRssKiB > LIMIT_RSS_KIB)
+      say(`${what} peaked at ${r.maxRssKiB} KiB`);
   };
   try {
     const objects = objectsDirOf(repo);
@@ -99,14 +132,16 @@ export async function tryVariant(v: Variant, run: (args: string[], cwd: string) 
     const ver = await run(['verify'], repo);
     bounded('verify', ver);
     if (v.valid) {
-      if (ver.status !== 0 || ver.stderr !== '') say(`verify rejected a sound pack (${ver.status}): ${ver.stderr.trim()}`);
+      if (ver.status !== 0 || ver.stderr !== '')
+        say(`verify rejected a sound pack (${ver.status}): ${ver.stderr.trim()}`);
     } else {
       if (ver.status !== 1) say(`verify exited ${ver.status}, not 1: ${ver.stderr.trim()}`);
       const lines = ver.stderr.split('\n').filter(Boolean);
       if (lines.length === 0) say('verify reported nothing');
       for (const l of lines) {
         if (/^error: \.\.\. and \d+ more problems/.test(l)) continue;
-        if (!/^error: .+ at offset \d+$/.test(l) || !namesFileAndOffset(l, files)) say(`verify line without the file and offset: ${l}`);
+        if (!/^error: .+ at offset \d+$/.test(l) || !namesFileAndOffset(l, files))
+          say(`verify line without the file and offset: ${l}`);
       }
     }
 
@@ -115,7 +150,14 @@ export async function tryVariant(v: Variant, run: (args: string[], cwd: string) 
     bounded('inspect', ins);
     if (ins.status !== 0) {
       if (v.valid) say(`inspect rejected a sound pack (${ins.status}): ${ins.stderr.trim()}`);
-      else if (ins.status !== 128 || !/^fatal: .+\n$/.test(ins.stderr) || !namesFileAndOffset(ins.stderr, files)) say(`inspect failed without naming the file and offset (${ins.status}): ${ins.stderr.trim()}`);
+      else if (
+        ins.status !== 128 ||
+        !/^fatal: .+\n$/.test(ins.stderr) ||
+        !namesFileAndOffset(ins.stderr, files)
+      )
+        say(
+          `inspect failed without naming the file and offset (${ins.status}): ${ins.stderr.trim()}`,
+        );
     }
 
     cmd = 'repack';
@@ -130,13 +172,20 @@ export async function tryVariant(v: Variant, run: (args: string[], cwd: string) 
     } else {
       if (rep.stderr.includes('git fsck found problems')) outcome = 'fsck';
       if (v.valid) say(`repack rejected a sound pack (${rep.status}): ${rep.stderr.trim()}`);
-      else if (rep.status !== 128 || !rep.stderr.startsWith('fatal: ') || !namesFileAndOffset(rep.stderr, files)) say(`repack failed without naming the file and offset (${rep.status}): ${rep.stderr.trim()}`);
+      else if (
+        rep.status !== 128 ||
+        !rep.stderr.startsWith('fatal: ') ||
+        !namesFileAndOffset(rep.stderr, files)
+      )
+        say(
+          `repack failed without naming the file and offset (${rep.status}): ${rep.stderr.trim()}`,
+        );
       const diff = digestDiff(digest, treeDigest(repo));
-      if (diff.length > 0) say(`repack failed and changed the repository: ${diff.slice(0, 5).join('; ')}`);
+      if (diff.length > 0)
+        say(`repack failed and changed the repository: ${diff.slice(0, 5).join('; ')}`);
     }
   } finally {
     dropScratch(repo);
   }
   return { problems, outcome, ms: Date.now() - t0, maxRssKiB };
 }
-

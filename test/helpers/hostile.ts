@@ -11,7 +11,20 @@ import { crc32, deflateSync, inflateSync } from 'node:zlib';
 import type { FixtureName } from '../fixtures/index.js';
 import { fixturePath, FIXTURES } from '../fixtures/index.js';
 import { listPacks, verifyPack } from './git.js';
-import { OBJ, copyOp, delta, entryHeader, fakeId, forge, hashLen, insertOp, objectId, resum, type ForgeEntry, type HashName } from './forge.js';
+import {
+  OBJ,
+  copyOp,
+  delta,
+  entryHeader,
+  fakeId,
+  forge,
+  hashLen,
+  insertOp,
+  objectId,
+  resum,
+  type ForgeEntry,
+  type HashName,
+} from './forge.js';
 
 export interface Variant {
   /** Unique, readable: `<fixture> <region>: <what>`. */
@@ -57,7 +70,14 @@ function layout(repo: string, packPath: string, pack: Buffer, len: number): Layo
       do c = pack[p++]!;
       while (c & 0x80);
     } else if (type === OBJ.ref) p += len;
-    return { offset, type, sizeLen, baseLen: p - offset - sizeLen, zStart: p, end: offs[i + 1] ?? pack.length - len };
+    return {
+      offset,
+      type,
+      sizeLen,
+      baseLen: p - offset - sizeLen,
+      zStart: p,
+      end: offs[i + 1] ?? pack.length - len,
+    };
   });
 }
 
@@ -87,8 +107,21 @@ function byteVariants(fixture: FixtureName): Variant[] {
   const ents = layout(repo, packPath, pack, len);
   const n = ents.length;
   const out: Variant[] = [];
-  const add = (region: string, what: string, files: { pack?: Buffer; idx?: Buffer; rev?: Buffer }) =>
-    out.push({ name: `${fixture} ${region}: ${what}`, region, fixture, hash, replaces: base, pack: files.pack ?? pack, idx: files.idx ?? idx, ...(files.rev ? { rev: files.rev } : {}) });
+  const add = (
+    region: string,
+    what: string,
+    files: { pack?: Buffer; idx?: Buffer; rev?: Buffer },
+  ) =>
+    out.push({
+      name: `${fixture} ${region}: ${what}`,
+      region,
+      fixture,
+      hash,
+      replaces: base,
+      pack: files.pack ?? pack,
+      idx: files.idx ?? idx,
+      ...(files.rev ? { rev: files.rev } : {}),
+    });
 
   // Pack header: every byte, and the object count.
   for (let i = 0; i < 12; i++) add('pack header', `byte ${i} flipped`, { pack: flip(pack, i) });
@@ -101,7 +134,9 @@ function byteVariants(fixture: FixtureName): Variant[] {
   pick.set('first entry', ents[0]!);
   const tree = ents.find((e) => e.type === OBJ.tree);
   if (tree) pick.set('a tree', tree);
-  const whole = ents.filter((e) => e.type >= 1 && e.type <= 4).sort((a, b) => b.end - b.offset - (a.end - a.offset))[0];
+  const whole = ents
+    .filter((e) => e.type >= 1 && e.type <= 4)
+    .sort((a, b) => b.end - b.offset - (a.end - a.offset))[0];
   if (whole) pick.set('the largest whole entry', whole);
   const ofs = ents.find((e) => e.type === OBJ.ofs);
   if (ofs) pick.set('an OFS_DELTA', ofs);
@@ -112,15 +147,26 @@ function byteVariants(fixture: FixtureName): Variant[] {
     const at = `${label} at ${e.offset}`;
     add('entry header', `${at}: type bits flipped`, { pack: flip(pack, e.offset, 0x70) });
     add('entry header', `${at}: size bits flipped`, { pack: flip(pack, e.offset, 0x0f) });
-    add('entry header', `${at}: continuation bit set on the last size byte`, { pack: flip(pack, e.offset + e.sizeLen - 1, 0x80) });
+    add('entry header', `${at}: continuation bit set on the last size byte`, {
+      pack: flip(pack, e.offset + e.sizeLen - 1, 0x80),
+    });
     if (e.type === OBJ.ofs) {
-      add('entry header', `${at}: OFS distance flipped`, { pack: flip(pack, e.offset + e.sizeLen + e.baseLen - 1, 0x7f) });
-      add('entry header', `${at}: OFS distance continued`, { pack: flip(pack, e.offset + e.sizeLen + e.baseLen - 1, 0x80) });
+      add('entry header', `${at}: OFS distance flipped`, {
+        pack: flip(pack, e.offset + e.sizeLen + e.baseLen - 1, 0x7f),
+      });
+      add('entry header', `${at}: OFS distance continued`, {
+        pack: flip(pack, e.offset + e.sizeLen + e.baseLen - 1, 0x80),
+      });
     }
-    if (e.type === OBJ.ref) add('entry header', `${at}: REF base id flipped`, { pack: flip(pack, e.offset + e.sizeLen + 3, 0x01) });
+    if (e.type === OBJ.ref)
+      add('entry header', `${at}: REF base id flipped`, {
+        pack: flip(pack, e.offset + e.sizeLen + 3, 0x01),
+      });
     add('zlib data', `${at}: zlib header flipped`, { pack: flip(pack, e.zStart) });
     add('zlib data', `${at}: zlib flags flipped`, { pack: flip(pack, e.zStart + 1, 0x20) });
-    add('zlib data', `${at}: a middle byte flipped`, { pack: flip(pack, (e.zStart + e.end) >> 1, 0x10) });
+    add('zlib data', `${at}: a middle byte flipped`, {
+      pack: flip(pack, (e.zStart + e.end) >> 1, 0x10),
+    });
     add('zlib data', `${at}: Adler-32 flipped`, { pack: flip(pack, e.end - 1, 0x01) });
     if (e.type === OBJ.ofs || e.type === OBJ.ref) {
       // The delta itself, re-deflated with one instruction changed and the CRC, trailer and idx
@@ -130,9 +176,24 @@ function byteVariants(fixture: FixtureName): Variant[] {
   }
   add('trailer', 'first byte flipped', { pack: flip(pack, pack.length - len) });
   add('trailer', 'last byte flipped', { pack: flip(pack, pack.length - 1) });
-  add('trailer', 'garbage appended after the trailer', { pack: Buffer.concat([pack, Buffer.from('garbage!!!')]) });
-  const cuts = new Set([0, 4, 11, 12, 13, ents[0]!.zStart + 1, ents[n >> 1]!.offset, ents[n >> 1]!.zStart + 2, pack.length - len - 1, pack.length - len, pack.length - 1]);
-  for (const c of [...cuts].sort((a, b) => a - b)) add('truncation', `pack cut to ${c} bytes`, { pack: pack.subarray(0, c) });
+  add('trailer', 'garbage appended after the trailer', {
+    pack: Buffer.concat([pack, Buffer.from('garbage!!!')]),
+  });
+  const cuts = new Set([
+    0,
+    4,
+    11,
+    12,
+    13,
+    ents[0]!.zStart + 1,
+    ents[n >> 1]!.offset,
+    ents[n >> 1]!.zStart + 2,
+    pack.length - len - 1,
+    pack.length - len,
+    pack.length - 1,
+  ]);
+  for (const c of [...cuts].sort((a, b) => a - b))
+    add('truncation', `pack cut to ${c} bytes`, { pack: pack.subarray(0, c) });
 
   // The idx.
   const v2 = idx.readUInt32BE(0) === 0xff744f63;
@@ -142,16 +203,26 @@ function byteVariants(fixture: FixtureName): Variant[] {
     add('idx header', 'magic flipped', { idx: flip(idx, 1) });
     add('idx header', 'version 3', { idx: put32(idx, 4, 3) });
   }
-  add('idx fanout', 'non-monotonic (entry 10 above entry 11)', { idx: put32(idx, fan + 40, idx.readUInt32BE(fan + 44) + 1) });
-  add('idx fanout', 'non-monotonic, checksum fixed', { idx: resum(put32(idx, fan + 40, idx.readUInt32BE(fan + 44) + 1), hash) });
+  add('idx fanout', 'non-monotonic (entry 10 above entry 11)', {
+    idx: put32(idx, fan + 40, idx.readUInt32BE(fan + 44) + 1),
+  });
+  add('idx fanout', 'non-monotonic, checksum fixed', {
+    idx: resum(put32(idx, fan + 40, idx.readUInt32BE(fan + 44) + 1), hash),
+  });
   add('idx fanout', `object count ${n + 1}`, { idx: put32(idx, fan + 1020, n + 1) });
   add('idx fanout', `object count ${n - 1}`, { idx: put32(idx, fan + 1020, n - 1) });
-  add('idx fanout', 'object count 2^32-1 (must not allocate for it)', { idx: put32(idx, fan + 1020, 0xffffffff) });
-  add('idx fanout', 'every entry 2^31 (must not allocate for it)', { idx: Buffer.concat([idx.subarray(0, fan), Buffer.alloc(1024, 0x80), idx.subarray(body)]) });
+  add('idx fanout', 'object count 2^32-1 (must not allocate for it)', {
+    idx: put32(idx, fan + 1020, 0xffffffff),
+  });
+  add('idx fanout', 'every entry 2^31 (must not allocate for it)', {
+    idx: Buffer.concat([idx.subarray(0, fan), Buffer.alloc(1024, 0x80), idx.subarray(body)]),
+  });
   const rec = v2 ? len : len + 4;
   const idAt = (i: number) => (v2 ? body + i * len : body + i * rec + 4);
   add('idx ids', 'first id flipped', { idx: flip(idx, idAt(0) + len - 1, 0x01) });
-  add('idx ids', 'middle id flipped, checksum fixed', { idx: resum(flip(idx, idAt(n >> 1) + 5, 0x01), hash) });
+  add('idx ids', 'middle id flipped, checksum fixed', {
+    idx: resum(flip(idx, idAt(n >> 1) + 5, 0x01), hash),
+  });
   {
     const sw = Buffer.from(idx);
     idx.copy(sw, idAt(1), idAt(2), idAt(2) + len);
@@ -162,31 +233,61 @@ function byteVariants(fixture: FixtureName): Variant[] {
   if (v2) {
     const crcAt = body + n * len;
     add('idx crc', 'a CRC32 flipped', { idx: flip(idx, crcAt + 4 * 3 + 1) });
-    add('idx crc', 'a CRC32 flipped, checksum fixed', { idx: resum(flip(idx, crcAt + 4 * (n >> 1)), hash) });
+    add('idx crc', 'a CRC32 flipped, checksum fixed', {
+      idx: resum(flip(idx, crcAt + 4 * (n >> 1)), hash),
+    });
   }
   const o1 = idx.readUInt32BE(offAt(1));
   const big = o1 & 0x80000000 ? 0 : 1; // large-offset: offsets point into the 64-bit table
   if (big) {
-    add('idx offsets', 'an offset of 0, checksum fixed', { idx: resum(put32(idx, offAt(1), 0), hash) });
-    add('idx offsets', 'an offset inside its entry, checksum fixed', { idx: resum(put32(idx, offAt(1), o1 + 1), hash) });
-    add('idx offsets', 'an offset past the pack, checksum fixed', { idx: resum(put32(idx, offAt(1), pack.length + 100), hash) });
-    add('idx offsets', 'an offset into the trailer, checksum fixed', { idx: resum(put32(idx, offAt(1), pack.length - 5), hash) });
-    add('idx offsets', 'two entries at one offset, checksum fixed', { idx: resum(put32(idx, offAt(1), idx.readUInt32BE(offAt(2))), hash) });
+    add('idx offsets', 'an offset of 0, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), 0), hash),
+    });
+    add('idx offsets', 'an offset inside its entry, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), o1 + 1), hash),
+    });
+    add('idx offsets', 'an offset past the pack, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), pack.length + 100), hash),
+    });
+    add('idx offsets', 'an offset into the trailer, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), pack.length - 5), hash),
+    });
+    add('idx offsets', 'two entries at one offset, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), idx.readUInt32BE(offAt(2))), hash),
+    });
   }
   if (v2) {
-    add('idx offsets', 'a 64-bit table index out of range, checksum fixed', { idx: resum(put32(idx, offAt(1), 0x80000000 | 5000), hash) });
+    add('idx offsets', 'a 64-bit table index out of range, checksum fixed', {
+      idx: resum(put32(idx, offAt(1), 0x80000000 | 5000), hash),
+    });
     const large = (idx.length - 2 * len - (body + n * (len + 8))) / 8;
     if (large > 0) {
       const t = body + n * (len + 8);
-      add('idx 64-bit offsets', 'high word set (offset past 2^53), checksum fixed', { idx: resum(put32(idx, t, 0x00ffffff), hash) });
-      add('idx 64-bit offsets', 'offset past the pack, checksum fixed', { idx: resum(put32(idx, t, 1), hash) });
+      add('idx 64-bit offsets', 'high word set (offset past 2^53), checksum fixed', {
+        idx: resum(put32(idx, t, 0x00ffffff), hash),
+      });
+      add('idx 64-bit offsets', 'offset past the pack, checksum fixed', {
+        idx: resum(put32(idx, t, 1), hash),
+      });
       add('idx 64-bit offsets', 'low word flipped', { idx: flip(idx, t + 7, 0x04) });
     }
   }
   add('idx trailer', 'pack checksum flipped', { idx: flip(idx, idx.length - 2 * len) });
-  add('idx trailer', 'pack checksum flipped, idx checksum fixed', { idx: resum(flip(idx, idx.length - 2 * len + 3), hash) });
+  add('idx trailer', 'pack checksum flipped, idx checksum fixed', {
+    idx: resum(flip(idx, idx.length - 2 * len + 3), hash),
+  });
   add('idx trailer', 'idx checksum flipped', { idx: flip(idx, idx.length - 1) });
-  for (const c of [0, 4, 8, 500, fan + 1024, body + 7, offAt(n >> 1) + 2, idx.length - 2 * len, idx.length - 1]) {
+  for (const c of [
+    0,
+    4,
+    8,
+    500,
+    fan + 1024,
+    body + 7,
+    offAt(n >> 1) + 2,
+    idx.length - 2 * len,
+    idx.length - 1,
+  ]) {
     add('truncation', `idx cut to ${c} bytes`, { idx: idx.subarray(0, c) });
   }
   add('idx', 'the idx of another pack', { idx: otherIdx(hash) });
@@ -195,7 +296,9 @@ function byteVariants(fixture: FixtureName): Variant[] {
     add('rev', 'signature flipped', { rev: flip(rev, 0) });
     add('rev', 'version 2', { rev: put32(rev, 4, 2) });
     add('rev', 'hash id 9', { rev: put32(rev, 8, 9) });
-    add('rev', 'an entry out of range, checksum fixed', { rev: resum(put32(rev, 12 + 8, n + 7), hash) });
+    add('rev', 'an entry out of range, checksum fixed', {
+      rev: resum(put32(rev, 12 + 8, n + 7), hash),
+    });
     {
       const sw = Buffer.from(rev);
       rev.copy(sw, 12, 16, 20);
@@ -220,7 +323,15 @@ function otherIdx(hash: HashName): Buffer {
 }
 
 /** Variants that change a delta's instructions inside a consistent pack (re-deflated, CRC, trailer and idx fixed). */
-function deltaEdits(fixture: FixtureName, hash: HashName, base: string, pack: Buffer, idx: Buffer, e: Layout, label: string): Variant[] {
+function deltaEdits(
+  fixture: FixtureName,
+  hash: HashName,
+  base: string,
+  pack: Buffer,
+  idx: Buffer,
+  e: Layout,
+  label: string,
+): Variant[] {
   const len = hashLen(hash);
   const z = pack.subarray(e.zStart, e.end);
   let d: Buffer;
@@ -246,7 +357,10 @@ function deltaEdits(fixture: FixtureName, hash: HashName, base: string, pack: Bu
   const dst = varint();
   const insPos = p;
   const edits: [string, Buffer][] = [
-    ['copy out of the base', Buffer.concat([d.subarray(0, insPos), copyOp(src + 1000, 16), d.subarray(insPos)])],
+    [
+      'copy out of the base',
+      Buffer.concat([d.subarray(0, insPos), copyOp(src + 1000, 16), d.subarray(insPos)]),
+    ],
     ['result size 2^40 (must not allocate it)', delta(src, 2 ** 40, [d.subarray(insPos)])],
     ['result size 3 GB (must not allocate it)', delta(src, 3_000_000_000, [d.subarray(insPos)])],
     ['result size one byte short', delta(src, Math.max(0, dst - 1), [d.subarray(insPos)])],
@@ -258,9 +372,17 @@ function deltaEdits(fixture: FixtureName, hash: HashName, base: string, pack: Bu
   const out: Variant[] = [];
   for (const [what, nd] of edits) {
     const nz = deflateSync(nd);
-    const hdr = Buffer.concat([entryHeader(e.type, nd.length), pack.subarray(e.offset + e.sizeLen, e.zStart)]);
+    const hdr = Buffer.concat([
+      entryHeader(e.type, nd.length),
+      pack.subarray(e.offset + e.sizeLen, e.zStart),
+    ]);
     const grow = hdr.length + nz.length - (e.end - e.offset);
-    const body = Buffer.concat([pack.subarray(0, e.offset), hdr, nz, pack.subarray(e.end, pack.length - len)]);
+    const body = Buffer.concat([
+      pack.subarray(0, e.offset),
+      hdr,
+      nz,
+      pack.subarray(e.end, pack.length - len),
+    ]);
     const np = resum(Buffer.concat([body, Buffer.alloc(len)]), hash);
     // The idx: this entry's CRC, later entries' offsets, the pack checksum; later OFS distances
     // point back past this entry and so are unchanged only for bases before it, which is fine:
@@ -279,7 +401,15 @@ function deltaEdits(fixture: FixtureName, hash: HashName, base: string, pack: Bu
       else if (o > e.offset) ni.writeUInt32BE(o + grow, offAt + i * 4);
     }
     np.subarray(np.length - len).copy(ni, ni.length - 2 * len);
-    out.push({ name: `${fixture} delta data: ${label} at ${e.offset}: ${what}`, region: 'delta data', fixture, hash, replaces: base, pack: np, idx: resum(ni, hash) });
+    out.push({
+      name: `${fixture} delta data: ${label} at ${e.offset}: ${what}`,
+      region: 'delta data',
+      fixture,
+      hash,
+      replaces: base,
+      pack: np,
+      idx: resum(ni, hash),
+    });
   }
   return out;
 }
@@ -289,12 +419,32 @@ function forgedVariants(): Variant[] {
   const hash: HashName = 'sha1';
   const fixture: FixtureName = 'basic';
   const out: Variant[] = [];
-  const add = (region: string, what: string, f: { pack: Buffer; idx: Buffer; name: string }, valid = false) =>
-    out.push({ name: `forged ${region}: ${what}`, region, fixture, hash, adds: f.name, pack: f.pack, idx: f.idx, ...(valid ? { valid } : {}) });
+  const add = (
+    region: string,
+    what: string,
+    f: { pack: Buffer; idx: Buffer; name: string },
+    valid = false,
+  ) =>
+    out.push({
+      name: `forged ${region}: ${what}`,
+      region,
+      fixture,
+      hash,
+      adds: f.name,
+      pack: f.pack,
+      idx: f.idx,
+      ...(valid ? { valid } : {}),
+    });
   const baseData = Buffer.from('hello, hostile world\n'.repeat(20));
   const baseId = objectId(OBJ.blob, baseData, hash);
-  const blob = (data: Buffer, extra: Partial<ForgeEntry> = {}): ForgeEntry => ({ type: OBJ.blob, data, ...extra });
-  const commitData = Buffer.from('tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 0 +0000\ncommitter A <a@b> 0 +0000\n\nforged\n');
+  const blob = (data: Buffer, extra: Partial<ForgeEntry> = {}): ForgeEntry => ({
+    type: OBJ.blob,
+    data,
+    ...extra,
+  });
+  const commitData = Buffer.from(
+    'tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@b> 0 +0000\ncommitter A <a@b> 0 +0000\n\nforged\n',
+  );
   const commitId = objectId(OBJ.commit, commitData, hash);
 
   // Declared sizes.
@@ -306,28 +456,66 @@ function forgedVariants(): Variant[] {
     ['one byte long', baseData.length + 1],
     ['0', 0],
   ] as const) {
-    add('declared size', `a blob declaring ${what} bytes`, forge([blob(baseData, { declaredSize: size })], [baseId], hash));
-    if (size > 1000) add('declared size', `a commit declaring ${what} bytes (re-encoded at level 0)`, forge([{ type: OBJ.commit, data: commitData, declaredSize: size }], [commitId], hash));
+    add(
+      'declared size',
+      `a blob declaring ${what} bytes`,
+      forge([blob(baseData, { declaredSize: size })], [baseId], hash),
+    );
+    if (size > 1000)
+      add(
+        'declared size',
+        `a commit declaring ${what} bytes (re-encoded at level 0)`,
+        forge([{ type: OBJ.commit, data: commitData, declaredSize: size }], [commitId], hash),
+      );
   }
   {
     // A size varint that never ends within the entry / overflows 2^53.
     const e = forge([blob(baseData)], [baseId], hash);
     const p = Buffer.from(e.pack);
     const huge = Buffer.from([0xbf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f]);
-    const raw = Buffer.concat([p.subarray(0, 12), huge, p.subarray(12 + entryHeader(OBJ.blob, baseData.length).length, p.length - 20), Buffer.alloc(20)]);
+    const raw = Buffer.concat([
+      p.subarray(0, 12),
+      huge,
+      p.subarray(12 + entryHeader(OBJ.blob, baseData.length).length, p.length - 20),
+      Buffer.alloc(20),
+    ]);
     const np = resum(raw, hash);
     const ni = Buffer.from(e.idx);
     ni.writeUInt32BE(crc32(np.subarray(12, np.length - 20)) >>> 0, 8 + 1024 + 20);
     np.subarray(np.length - 20).copy(ni, ni.length - 40);
-    add('declared size', 'a size varint past 2^53', { pack: np, idx: resum(ni, hash), name: `pack-${np.subarray(np.length - 20).toString('hex')}` });
+    add('declared size', 'a size varint past 2^53', {
+      pack: np,
+      idx: resum(ni, hash),
+      name: `pack-${np.subarray(np.length - 20).toString('hex')}`,
+    });
   }
 
   // zlib streams.
   const z = deflateSync(baseData);
-  add('zlib data', 'garbage after the end of the stream', forge([blob(baseData, { zlib: Buffer.concat([z, Buffer.from('trailing')]) })], [baseId], hash));
-  add('zlib data', 'the stream cut in half', forge([blob(baseData, { zlib: z.subarray(0, z.length >> 1) })], [baseId], hash));
-  add('zlib data', 'not zlib at all', forge([blob(baseData, { zlib: Buffer.from('this is not a zlib stream at all') })], [baseId], hash));
-  add('zlib data', 'a stored stream of other bytes (wrong object)', forge([blob(Buffer.from('other bytes'), { declaredSize: 11 })], [baseId], hash));
+  add(
+    'zlib data',
+    'garbage after the end of the stream',
+    forge([blob(baseData, { zlib: Buffer.concat([z, Buffer.from('trailing')]) })], [baseId], hash),
+  );
+  add(
+    'zlib data',
+    'the stream cut in half',
+    forge([blob(baseData, { zlib: z.subarray(0, z.length >> 1) })], [baseId], hash),
+  );
+  add(
+    'zlib data',
+    'not zlib at all',
+    forge(
+      [blob(baseData, { zlib: Buffer.from('this is not a zlib stream at all') })],
+      [baseId],
+      hash,
+    ),
+  );
+  add(
+    'zlib data',
+    'a stored stream of other bytes (wrong object)',
+    forge([blob(Buffer.from('other bytes'), { declaredSize: 11 })], [baseId], hash),
+  );
 
   // Entry types.
   add('entry header', 'type 0', forge([{ type: 0, data: baseData }], [baseId], hash));
@@ -335,40 +523,131 @@ function forgedVariants(): Variant[] {
 
   // Deltas on a base in the same pack.
   const tgt = Buffer.concat([baseData, Buffer.from('one more line\n')]);
-  const good = delta(baseData.length, tgt.length, [copyOp(0, baseData.length), insertOp(Buffer.from('one more line\n'))]);
+  const good = delta(baseData.length, tgt.length, [
+    copyOp(0, baseData.length),
+    insertOp(Buffer.from('one more line\n')),
+  ]);
   const tgtId = objectId(OBJ.blob, tgt, hash);
-  add('delta', 'a sound OFS_DELTA (control: must be accepted)', forge([blob(baseData), { type: OBJ.ofs, data: good, ofsBase: 0 }], [baseId, tgtId], hash), true);
+  add(
+    'delta',
+    'a sound OFS_DELTA (control: must be accepted)',
+    forge([blob(baseData), { type: OBJ.ofs, data: good, ofsBase: 0 }], [baseId, tgtId], hash),
+    true,
+  );
   for (const [what, d] of [
-    ['copy past the end of the base', delta(baseData.length, tgt.length, [copyOp(10, baseData.length), insertOp(Buffer.from('one more line\n'))])],
+    [
+      'copy past the end of the base',
+      delta(baseData.length, tgt.length, [
+        copyOp(10, baseData.length),
+        insertOp(Buffer.from('one more line\n')),
+      ]),
+    ],
     ['copy offset 2^32-1', delta(baseData.length, tgt.length, [copyOp(0xffffffff, 16)])],
     ['copy past the end of the result', delta(baseData.length, 4, [copyOp(0, baseData.length)])],
-    ['insert past the end of the result', delta(baseData.length, 2, [insertOp(Buffer.from('four'))])],
+    [
+      'insert past the end of the result',
+      delta(baseData.length, 2, [insertOp(Buffer.from('four'))]),
+    ],
     ['opcode 0', delta(baseData.length, tgt.length, [Buffer.from([0])])],
-    ['result shorter than declared', delta(baseData.length, tgt.length + 5, [copyOp(0, baseData.length), insertOp(Buffer.from('one more line\n'))])],
-    ['base size wrong', delta(baseData.length + 3, tgt.length, [copyOp(0, baseData.length), insertOp(Buffer.from('one more line\n'))])],
-    ['result size 2^40 (must not allocate it)', delta(baseData.length, 2 ** 40, [copyOp(0, baseData.length)])],
-    ['result size 3 GB (must not allocate it)', delta(baseData.length, 3_000_000_000, [copyOp(0, baseData.length)])],
+    [
+      'result shorter than declared',
+      delta(baseData.length, tgt.length + 5, [
+        copyOp(0, baseData.length),
+        insertOp(Buffer.from('one more line\n')),
+      ]),
+    ],
+    [
+      'base size wrong',
+      delta(baseData.length + 3, tgt.length, [
+        copyOp(0, baseData.length),
+        insertOp(Buffer.from('one more line\n')),
+      ]),
+    ],
+    [
+      'result size 2^40 (must not allocate it)',
+      delta(baseData.length, 2 ** 40, [copyOp(0, baseData.length)]),
+    ],
+    [
+      'result size 3 GB (must not allocate it)',
+      delta(baseData.length, 3_000_000_000, [copyOp(0, baseData.length)]),
+    ],
     ['size varint never ends', Buffer.alloc(40, 0xff)],
     ['empty delta', Buffer.alloc(0)],
   ] as const) {
-    add('delta', `OFS_DELTA: ${what}`, forge([blob(baseData), { type: OBJ.ofs, data: d, ofsBase: 0 }], [baseId, tgtId], hash));
+    add(
+      'delta',
+      `OFS_DELTA: ${what}`,
+      forge([blob(baseData), { type: OBJ.ofs, data: d, ofsBase: 0 }], [baseId, tgtId], hash),
+    );
   }
-  add('delta', 'a delta whose result is not the object the idx names', forge([blob(baseData), { type: OBJ.ofs, data: good, ofsBase: 0 }], [baseId, fakeId('wrong result', hash)], hash));
+  add(
+    'delta',
+    'a delta whose result is not the object the idx names',
+    forge(
+      [blob(baseData), { type: OBJ.ofs, data: good, ofsBase: 0 }],
+      [baseId, fakeId('wrong result', hash)],
+      hash,
+    ),
+  );
 
   // Bases.
-  add('delta base', 'OFS_DELTA distance into the middle of the base entry', forge([blob(baseData), { type: OBJ.ofs, data: good, ofsRaw: 20 }], [baseId, tgtId], hash));
-  add('delta base', 'OFS_DELTA distance before the start of the pack', forge([blob(baseData), { type: OBJ.ofs, data: good, ofsRaw: 5000 }], [baseId, tgtId], hash));
-  add('delta base', 'REF_DELTA on an object nowhere', forge([{ type: OBJ.ref, data: good, refBase: fakeId('missing base', hash) }], [tgtId], hash));
-  add('delta base', 'REF_DELTA on itself', forge([{ type: OBJ.ref, data: good, refBase: tgtId }], [tgtId], hash));
+  add(
+    'delta base',
+    'OFS_DELTA distance into the middle of the base entry',
+    forge([blob(baseData), { type: OBJ.ofs, data: good, ofsRaw: 20 }], [baseId, tgtId], hash),
+  );
+  add(
+    'delta base',
+    'OFS_DELTA distance before the start of the pack',
+    forge([blob(baseData), { type: OBJ.ofs, data: good, ofsRaw: 5000 }], [baseId, tgtId], hash),
+  );
+  add(
+    'delta base',
+    'REF_DELTA on an object nowhere',
+    forge([{ type: OBJ.ref, data: good, refBase: fakeId('missing base', hash) }], [tgtId], hash),
+  );
+  add(
+    'delta base',
+    'REF_DELTA on itself',
+    forge([{ type: OBJ.ref, data: good, refBase: tgtId }], [tgtId], hash),
+  );
   {
     const a = fakeId('cycle a', hash);
     const b = fakeId('cycle b', hash);
     const d2 = delta(baseData.length, baseData.length, [copyOp(0, baseData.length)]);
-    add('delta base', 'REF_DELTA cycle of two', forge([{ type: OBJ.ref, data: d2, refBase: b }, { type: OBJ.ref, data: d2, refBase: a }], [a, b], hash));
+    add(
+      'delta base',
+      'REF_DELTA cycle of two',
+      forge(
+        [
+          { type: OBJ.ref, data: d2, refBase: b },
+          { type: OBJ.ref, data: d2, refBase: a },
+        ],
+        [a, b],
+        hash,
+      ),
+    );
     const c = fakeId('cycle c', hash);
-    add('delta base', 'REF_DELTA cycle of three', forge([{ type: OBJ.ref, data: d2, refBase: b }, { type: OBJ.ref, data: d2, refBase: c }, { type: OBJ.ref, data: d2, refBase: a }], [a, b, c], hash));
+    add(
+      'delta base',
+      'REF_DELTA cycle of three',
+      forge(
+        [
+          { type: OBJ.ref, data: d2, refBase: b },
+          { type: OBJ.ref, data: d2, refBase: c },
+          { type: OBJ.ref, data: d2, refBase: a },
+        ],
+        [a, b, c],
+        hash,
+      ),
+    );
   }
-  add('delta base', 'a REF_DELTA on a base in the repository (thin, but resolvable)', forge([{ type: OBJ.ref, data: good, refBase: baseId }, blob(baseData)], [tgtId, baseId], hash), true);
+  add(
+    'delta base',
+    'a REF_DELTA on a base in the repository (thin, but resolvable)',
+    forge([{ type: OBJ.ref, data: good, refBase: baseId }, blob(baseData)], [tgtId, baseId], hash),
+    true,
+  );
 
   // A chain of 4100 deltas (git's pack-objects caps depth at 4095).
   {
@@ -377,7 +656,14 @@ function forgedVariants(): Variant[] {
     let cur = Buffer.from('x');
     for (let i = 1; i <= 4100; i++) {
       const next = Buffer.concat([cur, Buffer.from([0x61 + (i % 26)])]);
-      entries.push({ type: OBJ.ofs, data: delta(cur.length, next.length, [copyOp(0, cur.length), insertOp(next.subarray(cur.length))]), ofsBase: i - 1 });
+      entries.push({
+        type: OBJ.ofs,
+        data: delta(cur.length, next.length, [
+          copyOp(0, cur.length),
+          insertOp(next.subarray(cur.length)),
+        ]),
+        ofsBase: i - 1,
+      });
       ids.push(objectId(OBJ.blob, next, hash));
       cur = next;
     }
@@ -385,15 +671,30 @@ function forgedVariants(): Variant[] {
   }
 
   // Counts and the idx.
-  add('pack header', 'an empty pack (zero objects, well-formed: must be accepted)', forge([], [], hash), true);
+  add(
+    'pack header',
+    'an empty pack (zero objects, well-formed: must be accepted)',
+    forge([], [], hash),
+    true,
+  );
   {
     const f = forge([blob(baseData)], [baseId], hash);
-    add('pack header', 'count 0 with one entry (idx says 1)', { ...f, pack: resum(put32(f.pack, 8, 0), hash) });
-    add('pack header', 'count 0 with one entry, idx of zero objects', forge([blob(baseData)], [], hash, 0));
+    add('pack header', 'count 0 with one entry (idx says 1)', {
+      ...f,
+      pack: resum(put32(f.pack, 8, 0), hash),
+    });
+    add(
+      'pack header',
+      'count 0 with one entry, idx of zero objects',
+      forge([blob(baseData)], [], hash, 0),
+    );
   }
   {
     const f = forge([blob(baseData), blob(tgt)], [baseId, tgtId], hash);
-    add('idx', 'an idx for fewer entries than the pack has', { ...f, idx: forge([blob(baseData)], [baseId], hash).idx });
+    add('idx', 'an idx for fewer entries than the pack has', {
+      ...f,
+      idx: forge([blob(baseData)], [baseId], hash).idx,
+    });
   }
   return out;
 }

@@ -115,11 +115,16 @@ export function entryDataStart(pack: Buffer, offset: number, hashLen: number): n
  * block's BTYPE. `flevel` is zlib's FLEVEL (0 for levels 0-1, 1 for 2-5, 2 for 6, 3 for 7-9);
  * `stored` means the first deflate block is a stored one.
  */
-export function entryZlibInfo(pack: Buffer, offset: number, hashLen: number): { flevel: number; stored: boolean } {
+export function entryZlibInfo(
+  pack: Buffer,
+  offset: number,
+  hashLen: number,
+): { flevel: number; stored: boolean } {
   const p = entryDataStart(pack, offset, hashLen);
   const cmf = pack[p]!;
   const flg = pack[p + 1]!;
-  if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0) throw new Error(`no zlib header at ${p} (entry ${offset})`);
+  if ((cmf & 0x0f) !== 8 || ((cmf << 8) | flg) % 31 !== 0)
+    throw new Error(`no zlib header at ${p} (entry ${offset})`);
   return { flevel: flg >> 6, stored: ((pack[p + 2]! >> 1) & 3) === 0 };
 }
 

@@ -7,7 +7,10 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gitEnv } from './git.js';
 
-export const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/git-repack-ts.js');
+export const BIN = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../bin/git-repack-ts.js',
+);
 
 export interface ToolResult {
   status: number;
@@ -16,7 +19,10 @@ export interface ToolResult {
   signal: NodeJS.Signals | null;
 }
 
-export function tool(args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; input?: string | Buffer }): ToolResult {
+export function tool(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string | undefined>; input?: string | Buffer },
+): ToolResult {
   const r = spawnSync(process.execPath, [BIN, ...args], {
     cwd: opts.cwd,
     env: gitEnv(opts.env),
@@ -29,8 +35,12 @@ export function tool(args: string[], opts: { cwd: string; env?: Record<string, s
 }
 
 /** Runs the CLI and throws with its stderr unless it exits 0. */
-export function toolOk(args: string[], opts: { cwd: string; env?: Record<string, string | undefined>; input?: string | Buffer }): string {
+export function toolOk(
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string | undefined>; input?: string | Buffer },
+): string {
   const r = tool(args, opts);
-  if (r.status !== 0) throw new Error(`git-repack-ts ${args.join(' ')} exited ${r.status}\n${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(`git-repack-ts ${args.join(' ')} exited ${r.status}\n${r.stderr}`);
   return r.stdout;
 }

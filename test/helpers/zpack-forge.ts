@@ -5,7 +5,15 @@
  */
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import { buildIdx, entryHeader, hashLen, objectId, ofsDistance, OBJ, type HashName } from './forge.js';
+import {
+  buildIdx,
+  entryHeader,
+  hashLen,
+  objectId,
+  ofsDistance,
+  OBJ,
+  type HashName,
+} from './forge.js';
 
 export interface ZpackEntry {
   type: number;
@@ -25,7 +33,8 @@ export interface ZpackOptions {
 
 /** A zpack of `entries` (no dictionaries, level 0), with the index, footer and trailer right. */
 export function forgeZpack(entries: ZpackEntry[], h: HashName, o: ZpackOptions = {}): Buffer {
-  const refs = typeof o.refs === 'string' ? Buffer.from(o.refs, 'utf8') : (o.refs ?? Buffer.alloc(0));
+  const refs =
+    typeof o.refs === 'string' ? Buffer.from(o.refs, 'utf8') : (o.refs ?? Buffer.alloc(0));
   const fixed = Buffer.alloc(16);
   Buffer.from([0x89, 0x5a, 0x50, 0x4b]).copy(fixed, 0);
   fixed.writeUInt32BE(1, 4);
@@ -92,7 +101,18 @@ export function zpackLayout(buf: Buffer, h: HashName): ZpackLayout {
   const offsets: number[] = [];
   for (let i = 0; i < count; i++) offsets.push(buf.readUInt32BE(offAt + i * 4)); // (small files: no 64-bit table)
   offsets.sort((a, b) => a - b);
-  return { count, dictTable: 16, dicts, refsLen, refs: refsLen + 4, entries, index, footer, trailer: buf.length - len, offsets };
+  return {
+    count,
+    dictTable: 16,
+    dicts,
+    refsLen,
+    refs: refsLen + 4,
+    entries,
+    index,
+    footer,
+    trailer: buf.length - len,
+    offsets,
+  };
 }
 
 /**
@@ -113,8 +133,14 @@ export function refixZpack(damaged: Buffer, h: HashName): Buffer {
     buf.writeUInt32BE(crc32(buf.subarray(off, end)) >>> 0, crcAt + r * 4);
   }
   const idxEnd = L.footer; // the index runs up to the footer
-  createHash(h).update(buf.subarray(0, L.index)).digest().copy(buf, idxEnd - 2 * len);
-  createHash(h).update(buf.subarray(L.index, idxEnd - len)).digest().copy(buf, idxEnd - len);
+  createHash(h)
+    .update(buf.subarray(0, L.index))
+    .digest()
+    .copy(buf, idxEnd - 2 * len);
+  createHash(h)
+    .update(buf.subarray(L.index, idxEnd - len))
+    .digest()
+    .copy(buf, idxEnd - len);
   createHash(h).update(buf.subarray(0, L.trailer)).digest().copy(buf, L.trailer);
   return buf;
 }
