@@ -420,9 +420,12 @@ describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", (
   // In a mount namespace of its own, /etc is an overlay whose upper layer holds the test's
   // gitconfig: the machine's own /etc is never touched.
   const BIN = path.resolve('bin/git-repack-ts.js');
+  // `via: 'git'` runs the command as users type it, `git repack-ts` (bin/ first on PATH): git then
+  // puts its exec path (/usr/lib/git-core) in the environment and first on PATH.
   const inNamespace = (
     content: string,
     repo: string,
+    via: 'direct' | 'git' = 'direct',
   ): { git: string; ours: string; gitConfigRuns: number } => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-etc-'));
     try {
@@ -431,7 +434,11 @@ describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", (
       const script = [
         `mount -t overlay overlay -o lowerdir=/etc,upperdir=${dir}/u,workdir=${dir}/w /etc`,
         `git -C ${repo} config pack.compression > ${dir}/git.out 2>&1`,
-        `strace -f -qq -e trace=execve -o ${dir}/trace ${process.execPath} ${BIN} -C ${repo} --dry-run --json > ${dir}/ours.out 2>&1`,
+        `strace -f -qq -e trace=execve -o ${dir}/trace ${
+          via === 'git'
+            ? `env PATH=${path.dirname(BIN)}:${path.dirname(process.execPath)}:$PATH git -C ${repo} repack-ts`
+            : `${process.execPath} ${BIN} -C ${repo}`
+        } --dry-run --json > ${dir}/ours.out 2>&1`,
       ].join(' && ');
       const env = gitEnv({ GIT_CONFIG_NOSYSTEM: undefined, GIT_CONFIG_SYSTEM: undefined });
       const r = spawnSync('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', script], {
@@ -454,16 +461,14 @@ describe("issue 31: the system file of a distribution's git (/etc/gitconfig)", (
     }
   };
 
+  const plain = '[pack]\n\tcompression = 3\n[credential "https://example.com"]\n\thelper = store\n';
   it.each([
-    [
-      'plain: read without a git config process',
-      '[pack]\n\tcompression = 3\n[credential "https://example.com"]\n\thelper = store\n',
-      0,
-    ],
-    ['not plain (a quoted value): git reads it', '[pack]\n\tcompression = "3"\n', 1],
-  ])('%s, with the levels git would use', (_, content, runs) => {
+    ['plain: read without a git config process', plain, 0, 'direct'],
+    ['plain, run as `git repack-ts`: read without a git config process', plain, 0, 'git'],
+    ['not plain (a quoted value): git reads it', '[pack]\n\tcompression = "3"\n', 1, 'direct'],
+  ] as const)('%s, with the levels git would use', (_, content, runs, via) => {
     const repo = useFixtureCopy('basic');
-    const r = inNamespace(content, repo);
+    const r = inNamespace(content, repo, via);
     expect(r.git).toBe('3');
     expect(JSON.parse(r.ours).levels.blob).toBe(Number(r.git));
     if (runs === 0) expect(r.gitConfigRuns).toBe(0);

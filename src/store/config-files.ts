@@ -203,41 +203,60 @@ export function fileExists(p: string): boolean {
 }
 
 /**
- * Places git reads a system-wide file (`gitconfig`, `gitattributes`) from, `$(sysconfdir)/<name>`:
- * /etc for a /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH.
- * git 2.39 has no way to print these paths; they are only consulted where git cannot be asked.
- */
-/**
  * The system file git reads (`ETC_GITCONFIG`, `ETC_GITATTRIBUTES`), when it can be known without
  * git: a git installed by a distribution's package (/usr/bin/git, links resolved) reads
  * /etc/<name> (git's Makefile: sysconfdir is /etc for prefix /usr, and every distribution keeps
  * it), and it is read here when no other place another build would look holds one. Null: none
- * exists anywhere; undefined: git is asked (another git, GIT_EXEC_PATH set, or a file where
- * another build would look).
+ * exists anywhere; undefined: git is asked (another git, an exec path outside /usr, or a file
+ * where another build would look).
  */
 export function systemFile(env: NodeJS.ProcessEnv, name: string): string | null | undefined {
-  if (env.GIT_EXEC_PATH) return undefined;
   const there = systemFileCandidates(env, name).filter(fileExists);
   if (there.length === 0) return null;
   const want = join('/etc', name);
-  return there.length === 1 && there[0] === want && gitPrefix(env) === '/usr' ? want : undefined;
+  if (there.length !== 1 || there[0] !== want || gitPrefix(env) !== '/usr') return undefined;
+  // Run as `git repack-ts`, git has put its exec path in the environment (and first on PATH):
+  // the distribution's own, /usr/lib/git-core or /usr/libexec/git-core, is the same build.
+  if (env.GIT_EXEC_PATH && execDirPrefix(realOrSelf(env.GIT_EXEC_PATH)) !== '/usr')
+    return undefined;
+  return want;
 }
 
-/** <prefix> of the git on PATH (<prefix>/bin/git, links resolved), as the candidates take it. */
+/**
+ * <prefix> of the git on PATH, links resolved: <prefix>/bin/git, or <prefix>/lib/git-core/git
+ * (<prefix>/libexec/git-core/git), the copy in git's exec path that git puts first on PATH for
+ * the commands it runs.
+ */
 function gitPrefix(env: NodeJS.ProcessEnv): string | undefined {
   for (const d of (env.PATH ?? '').split(delimiter)) {
     if (d === '') continue;
     const g = join(d, 'git');
     if (!fileExists(g)) continue;
-    try {
-      return dirname(dirname(realpathSync(g)));
-    } catch {
-      return undefined;
-    }
+    const dir = dirname(realOrSelf(g));
+    return execDirPrefix(dir) ?? dirname(dir);
   }
   return undefined;
 }
 
+/** <prefix> when `dir` is <prefix>/lib/git-core or <prefix>/libexec/git-core, else undefined. */
+function execDirPrefix(dir: string): string | undefined {
+  const m = /^(.*)\/(?:lib|libexec)\/git-core\/?$/.exec(dir);
+  return m ? m[1] || '/' : undefined;
+}
+
+function realOrSelf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * Places git reads a system-wide file (`gitconfig`, `gitattributes`) from, `$(sysconfdir)/<name>`:
+ * /etc for a /usr install, else `<prefix>/etc`, the prefix taken from where `git` is on PATH.
+ * git 2.39 has no way to print these paths; they are only consulted where git cannot be asked.
+ */
 export function systemFileCandidates(env: NodeJS.ProcessEnv, name: string): string[] {
   const out = new Set<string>([join('/etc', name), join('/usr/local/etc', name)]);
   for (const d of (env.PATH ?? '').split(delimiter)) {
