@@ -1,8 +1,15 @@
-// The command line as a few files (dist/bundle/), which the launcher loads instead of the 60-odd
-// modules tsc writes: Node 20's ES module loader spends ~1.5 ms on each module it resolves, reads
-// and links, so a repack started in 120-130 ms of CPU before its first line of work, against
-// ~40 ms from the bundle (docs/benchmarks.md §7). Run after tsc (`npm run build`); the modules in
-// dist/ stay what the library API (dist/index.js) and the worker threads load.
+// The code as the package ships it, once: the command line, the library API and the three worker
+// threads bundled into dist/bundle/ (shared code in common chunks), which the launcher, the
+// package's "exports" and the workers load instead of the 140-odd modules tsc writes: Node 20's
+// ES module loader spends ~1.5 ms on each module it resolves, reads and links, so a repack
+// started in 120-130 ms of CPU before its first line of work, against ~40 ms from the bundle
+// (docs/benchmarks.md §7). Run after tsc (`npm run build`); the tarball carries the bundle and
+// tsc's declarations, not tsc's modules (package.json "files"; docs/decisions.md, "Shipped once").
+//
+// dist/bundle/ is as deep as dist/<layer>/, and each entry is named as its module: every
+// `new URL(…, import.meta.url)` of the sources (the workers beside their pool, package.json, the
+// man page and bin/ two levels up, zstd-napi through createRequire) resolves in the bundle as in
+// the modules, with nothing rewritten.
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,24 +19,18 @@ const dist = fileURLToPath(new URL('../dist', import.meta.url));
 const outDir = path.join(dist, 'bundle');
 rmSync(outDir, { recursive: true, force: true });
 
+/** Entry name (the file the sources' URLs name) -> tsc's module. */
+const ENTRIES = {
+  main: 'cli/main.js',
+  index: 'index.js',
+  'reencode-worker': 'repack/reencode-worker.js',
+  'pre-hash-worker': 'commands/pre-hash-worker.js',
+  'pack-writer-thread': 'format/pack-writer-thread.js',
+};
+
 const bundle = await rolldown({
-  input: path.join(dist, 'cli/main.js'),
+  input: Object.fromEntries(Object.entries(ENTRIES).map(([k, v]) => [k, path.join(dist, v)])),
   platform: 'node',
-  plugins: [
-    {
-      // Each module's `import.meta.url` stays the URL of its file in dist/: the worker threads,
-      // package.json, the man page and zstd-napi are found as from the unbundled build.
-      name: 'keep-import-meta-url',
-      transform(code, id) {
-        if (!code.includes('import.meta.url')) return null;
-        const rel = path.relative(outDir, id).split(path.sep).join('/');
-        return code.replaceAll(
-          'import.meta.url',
-          `new URL(${JSON.stringify(rel)}, import.meta.url).href`,
-        );
-      },
-    },
-  ],
 });
 await bundle.write({
   dir: outDir,

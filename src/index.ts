@@ -1,3 +1,6 @@
+/// <reference types="node" preserve="true" />
+// (The declarations name Buffer and NodeJS: a consumer with `types: []`, the default of TypeScript 7,
+// gets them from this reference; TypeScript 5.5+ keeps it in dist/index.d.ts only with preserve.)
 /**
  * git-repack-ts as a library: `import { inspect, repack, verify, hashObject, walk, zstdExport,
  * zstdImport } from 'git-repack-ts'` (docs/api.md). Each function resolves to exactly the object

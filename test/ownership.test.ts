@@ -256,11 +256,16 @@ describe.skipIf(!asRoot)('another user’s repository (safe.directory, as git 2.
     );
     expect(tree()).toEqual(before);
   });
+});
 
-  it('GIT_TEST_ASSUME_DIFFERENT_OWNER, git’s own test switch, without chown', () => {
+// No chown and no root: git's own switch makes every repository another user's, so this runs
+// wherever the suite runs.
+describe('another user’s repository, as GIT_TEST_ASSUME_DIFFERENT_OWNER makes it', () => {
+  it('refused as git refuses it, without chown', () => {
     const repo = useFixtureCopy('basic');
     const r = both(repo, { GIT_TEST_ASSUME_DIFFERENT_OWNER: '1' });
     expect(r.git.status).toBe(128);
+    expect(r.git.stderr).toBe(dubious(repo));
     expect(r.tool).toEqual(r.git);
   });
 });

@@ -6,7 +6,8 @@
  * Installed twice: with optional dependencies (the default) and without them plus zstd-napi beside
  * the package (what Node 20 needs for zstd); the zstd commands are run through both.
  * Each API result is compared with what the installed command prints with --json, a TypeScript
- * consumer is checked with `tsc --strict` against the installed declarations, and every
+ * consumer is checked with `strict`, `types: []` and no skipLibCheck against the installed
+ * declarations, the man page against every command's -h, and every
  * repository touched is checked by `git fsck --strict` and its object set.
  */
 import { spawnSync } from 'node:child_process';
@@ -185,25 +186,66 @@ afterAll(() => {
 });
 
 describe('the packed tarball', () => {
-  it('holds only run-time files: the launcher, compiled JavaScript with its declarations, the man page', () => {
+  it('holds the code once (the bundle), its declarations, the launcher, the man page, LICENSE and CHANGELOG', () => {
     const entries = runOk('tar', ['-tzf', tarball], { cwd: work, env: gitEnv() })
       .split('\n')
       .filter((l) => l !== '' && !l.endsWith('/'));
     const unexpected = entries.filter(
       (e) =>
-        !/^package\/(package\.json|README\.md|bin\/git-repack-ts(\.js)?|docs\/git-repack-ts\.1|dist\/.+\.(js|d\.ts))$/.test(
+        !/^package\/(package\.json|README\.md|LICENSE|CHANGELOG\.md|bin\/git-repack-ts(\.js)?|docs\/git-repack-ts\.1|dist\/bundle\/[^/]+\.js|dist\/.+\.d\.ts)$/.test(
           e,
         ),
     );
     expect(unexpected).toEqual([]);
     for (const f of [
-      'dist/index.js',
+      'dist/bundle/index.js',
+      'dist/bundle/main.js',
+      // Each worker the sources start by `new URL('./<name>.js', import.meta.url)`, beside them.
+      'dist/bundle/reencode-worker.js',
+      'dist/bundle/pre-hash-worker.js',
+      'dist/bundle/pack-writer-thread.js',
       'dist/index.d.ts',
-      'dist/cli/main.js',
       'bin/git-repack-ts',
       'docs/git-repack-ts.1',
+      'LICENSE',
+      'CHANGELOG.md',
     ])
       expect(entries).toContain(`package/${f}`);
+    const installed = path.join(prefix, 'lib', 'node_modules', 'git-repack-ts');
+    expect(fs.readFileSync(path.join(installed, 'LICENSE'), 'utf8')).toMatch(
+      /^MIT License\n\nCopyright \(c\) 2026 the git-repack-ts authors\n/,
+    );
+    const pkg = JSON.parse(fs.readFileSync(path.join(installed, 'package.json'), 'utf8')) as {
+      license: string;
+      repository: { url: string };
+      homepage: string;
+      bugs: { url: string };
+    };
+    expect(pkg.license).toBe('MIT');
+    expect(pkg.repository.url).toMatch(
+      /^git\+https:\/\/github\.com\/git-repack-ts\/git-repack-ts\.git$/,
+    );
+    expect(pkg.homepage).toMatch(/^https:\/\/github\.com\/git-repack-ts\/git-repack-ts/);
+    expect(pkg.bugs.url).toBe('https://github.com/git-repack-ts/git-repack-ts/issues');
+    // The registry shows the README without the repository beside it: no link may be relative.
+    const readme = fs.readFileSync(path.join(installed, 'README.md'), 'utf8');
+    expect(
+      [...readme.matchAll(/\]\(([^)]+)\)/g)]
+        .map((m) => m[1])
+        .filter((u) => !/^https?:\/\//.test(u!)),
+    ).toEqual([]);
+  });
+
+  it("CHANGELOG's newest release is the package's version, dated, under an Unreleased section; the man page says the same version", () => {
+    const installed = path.join(prefix, 'lib', 'node_modules', 'git-repack-ts');
+    const log = fs.readFileSync(path.join(installed, 'CHANGELOG.md'), 'utf8');
+    const headings = [...log.matchAll(/^## (.+)$/gm)].map((m) => m[1]!);
+    expect(headings[0]).toBe('Unreleased');
+    expect(headings[1]).toMatch(
+      new RegExp(`^${VERSION.replaceAll('.', '\\.')} — \\d{4}-\\d{2}-\\d{2}$`),
+    );
+    const page = fs.readFileSync(path.join(installed, 'docs', 'git-repack-ts.1'), 'utf8');
+    expect(page.split('\n')[0]).toContain(`"git-repack-ts ${VERSION}"`);
   });
 
   it('installs as a copy without TypeScript and runs as a git subcommand, with its man page', () => {
@@ -225,14 +267,66 @@ describe('the packed tarball', () => {
     expect(
       fs.readFileSync(path.join(prefix, 'share', 'man', 'man1', 'git-repack-ts.1'), 'utf8'),
     ).toMatch(/^\.TH GIT-REPACK-TS 1 /);
-    // A machine without man (a minimal CI image) cannot show any page; where man is, git shows ours.
-    if (run('sh', ['-c', 'command -v man'], { cwd: work, env: userEnv() }).status !== 0) return;
-    const man = runOk('git', ['help', 'repack-ts'], {
-      cwd: work,
-      env: userEnv({ MANPAGER: 'cat', PAGER: 'cat', MANWIDTH: '80' }),
-    });
-    expect(man).toContain('GIT-REPACK-TS(1)');
-    expect(man).toMatch(/git-repack-ts\s+-\s+rewrite\s+packfiles/);
+    // Where man is, git shows our page, and so does `--help` run directly where man's search
+    // path does not hold it (the bundled page, with nothing of man's "No manual entry"); where
+    // there is no man (a minimal CI image), `--help` prints the usage.
+    const pager = { MANPAGER: 'cat', PAGER: 'cat', MANWIDTH: '80' };
+    const launcher = path.join(
+      prefix,
+      'lib',
+      'node_modules',
+      'git-repack-ts',
+      'bin',
+      'git-repack-ts',
+    );
+    const elsewhere = userEnv({ ...pager, MANPATH: path.join(work, 'no-pages') }, work);
+    const direct = run(launcher, ['verify', '--help'], { cwd: work, env: elsewhere });
+    expect(direct.stderr).toBe('');
+    expect(direct.status).toBe(0);
+    if (run('sh', ['-c', 'command -v man'], { cwd: work, env: userEnv() }).status === 0) {
+      const man = runOk('git', ['help', 'repack-ts'], { cwd: work, env: userEnv(pager) });
+      expect(man).toContain('GIT-REPACK-TS(1)');
+      expect(man).toMatch(/git-repack-ts\s+-\s+rewrite\s+packfiles/);
+      expect(direct.stdout).toMatch(/git-repack-ts\s+-\s+rewrite\s+packfiles/);
+    } else expect(direct.stdout).toMatch(/^usage: git repack-ts /);
+  });
+
+  it("describes in the man page every option that each command's -h lists", () => {
+    const page = fs.readFileSync(
+      path.join(prefix, 'share', 'man', 'man1', 'git-repack-ts.1'),
+      'utf8',
+    );
+    const help = (args: string[]): string => {
+      const r = run('git', ['repack-ts', ...args, '-h'], { cwd: work, env: userEnv() });
+      expect({ args, status: r.status, stderr: r.stderr }).toEqual({
+        args,
+        status: 129,
+        stderr: '',
+      });
+      return r.stdout;
+    };
+    const main = help([]);
+    const commands = [
+      ...new Set(
+        [...main.matchAll(/^(?:usage:| {3}or:) git repack-ts ([a-z][a-z-]*)/gm)].map((m) => m[1]!),
+      ),
+    ];
+    expect(commands.length).toBeGreaterThan(5);
+    const undescribed: string[] = [];
+    for (const command of ['repack', ...commands]) {
+      // The main usage's lines for subcommands are checked with the subcommand's own -h.
+      const text =
+        command === 'repack'
+          ? main.replace(/^(?:usage:| {3}or:) git repack-ts [a-z].*\n/gm, '')
+          : help([command]);
+      const options = helpOptions(text);
+      expect({ command, options: options.length > 0 }).toEqual({ command, options: true });
+      const section = manSection(page, command);
+      for (const o of options)
+        if (!new RegExp(`(?<![\\w-])${o}(?![\\w-])`).test(section))
+          undescribed.push(`${command} ${o}`);
+    }
+    expect(undescribed).toEqual([]);
   });
 
   it('installs alike with optional dependencies or without: nothing else installed, no install script, nothing said of one; on this line', () => {
@@ -292,6 +386,35 @@ describe('the packed tarball', () => {
   });
 });
 
+/**
+ * The options a `-h` text names: every option of its usage lines, and the first column of its
+ * option list (a description, which may cite git's own options, is not read).
+ */
+function helpOptions(text: string): string[] {
+  const found = new Set<string>();
+  for (const line of text.split('\n')) {
+    let spec: string | undefined;
+    if (/^(usage:| {3}or:)/.test(line)) spec = line;
+    else if (/^ {4}-/.test(line)) spec = line.slice(4).split(/ {2,}/)[0];
+    for (const m of (spec ?? '').matchAll(/(?<![\w<-])--?[A-Za-z][A-Za-z0-9-]*/g)) found.add(m[0]);
+  }
+  return [...found];
+}
+
+/** The page's text (roff source, fonts and escapes undone) where a command's options are described. */
+function manSection(roff: string, command: string): string {
+  const text = roff
+    .replace(/\\f[BIRP]/g, '')
+    .replace(/\\-/g, '-')
+    .replace(/\\\(em/g, '—');
+  const sections = text.split(/^\.SH /m);
+  const named = (name: string): string => sections.find((s) => s.startsWith(name)) ?? '';
+  if (command === 'repack') return named('OPTIONS') + named('ENVIRONMENT') + named('EXIT STATUS');
+  // A subcommand's entry under SUBCOMMANDS: from its `.TP` to the next command's.
+  const entries = named('SUBCOMMANDS').split(/^\.TP\n(?=[a-z][a-z-]*(?: start)?\b)/m);
+  return entries.find((e) => e.startsWith(`${command}`)) ?? '';
+}
+
 /** A TypeScript script of the user's: type-checked with --strict, then run. */
 const CONSUMER_TS = `
 import { inspect, repack, verify, hashObject, walk, GitRepackError } from 'git-repack-ts';
@@ -348,21 +471,26 @@ describe('the installed library API, from another directory', () => {
 
     fs.writeFileSync(path.join(consumer, 'consumer.ts'), CONSUMER_TS);
     const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-    const flags = [
-      '--strict',
-      '--noUncheckedIndexedAccess',
-      '--target',
-      'es2022',
-      '--module',
-      'nodenext',
-      '--moduleResolution',
-      'nodenext',
-      '--types',
-      'node',
-      '--outDir',
-      'out',
-    ];
-    const checked = run(process.execPath, [tsc, ...flags, 'consumer.ts'], {
+    // A strict project with TypeScript 7's defaults: no global types of its own (`types: []`;
+    // Buffer, NodeJS and process come from the package's reference to @types/node) and every
+    // declaration checked (no skipLibCheck).
+    fs.writeFileSync(
+      path.join(consumer, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          strict: true,
+          noUncheckedIndexedAccess: true,
+          target: 'es2022',
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          types: [],
+          skipLibCheck: false,
+          outDir: 'out',
+        },
+        files: ['consumer.ts'],
+      }),
+    );
+    const checked = run(process.execPath, [tsc, '-p', 'tsconfig.json'], {
       cwd: consumer,
       env: userEnv(),
     });

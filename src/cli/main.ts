@@ -67,8 +67,11 @@ const MAN_PAGE = fileURLToPath(new URL('../../docs/git-repack-ts.1', import.meta
 function showManPage(io: Io): number {
   // `git repack-ts --help` is turned into `git help repack-ts` by git itself; this covers
   // `git-repack-ts --help` run directly and `git repack-ts <command> --help`: the installed
-  // page, else the one in this package, else the usage.
-  for (const args of [['git-repack-ts'], ['-l', MAN_PAGE]]) {
+  // page, else the one in this package, else the usage. `man -w` only looks (its "No manual
+  // entry" goes nowhere), so a missing installed page falls back silently, as git's help does.
+  const installed = spawnSync('man', ['-w', 'git-repack-ts'], { stdio: 'ignore', env: io.env });
+  const args = installed.status === 0 ? ['git-repack-ts'] : ['-l', MAN_PAGE];
+  if (installed.error === undefined) {
     const r = spawnSync('man', args, { stdio: 'inherit', env: io.env });
     if (r.status === 0) return 0;
   }
