@@ -40,6 +40,7 @@ export {
   COMMAND_PRESETS,
   resolveCommandIds,
 } from '../bench/commands.js';
+export { cellOf, MIN_RUN_SECONDS } from './bench-timing.js';
 
 export interface BenchOptions {
   scenarios: Scenario[];
