@@ -119,6 +119,19 @@ describe("git's CLI contract", () => {
     const objects = records.filter((l) => l.startsWith('Checking objects:'));
     expect(objects[0]).toMatch(/^Checking objects: +0% \(0\/\d+\)$/);
     expect(objects.at(-1)).toMatch(/^Checking objects: 100% \((\d+)\/\1\), done\.$/);
+
+    // A count without a total, as git shows it: `Checking connectivity: <n>, done.`
+    const c = useFixtureCopy('basic');
+    gitOk(['hash-object', '-w', '--stdin'], { cwd: c, input: 'loose, to be packed\n' });
+    const rc = tool(['--graph-compression=0', '--fsck=connectivity', '--progress', '-q'], {
+      cwd: c,
+      env,
+    });
+    expect(rc.status, rc.stderr).toBe(0);
+    const gc = git(['fsck', '--connectivity-only', '--no-dangling', '--progress'], { cwd: c, env });
+    const gcDone = gc.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
+    expect(gcDone).toEqual([expect.stringMatching(/^Checking connectivity: \d+, done\.$/)]);
+    expect(rc.stderr.split(/[\r\n]/)).toContain(gcDone[0]);
   });
 });
 

@@ -1,5 +1,6 @@
 import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import { KilledBySignal } from '../cleanup.js';
 
 /**
@@ -56,26 +57,31 @@ function progressParser(
   onProgress: GitProgress,
   rest: (b: Buffer) => void,
 ): { write: (b: Buffer) => void; flush: () => void } {
+  const text = new StringDecoder('utf8'); // a character may span two reads
   let pending = '';
+  let counting: string | undefined; // the phase of the last count without a total
+  const record = (r: string): void => {
+    const m =
+      /^([A-Z][^:\n]*): +(\d+)% \((\d+)\/(\d+)\)(, done\.)?\s*$/.exec(r) ??
+      /^([A-Z][^:\n]*): (\d+)()()(, done\.)?\s*$/.exec(r);
+    if (m === null) return rest(Buffer.from(r));
+    const phase = m[1]![0]!.toLowerCase() + m[1]!.slice(1);
+    if (m[4] !== '') return onProgress(phase, Number(m[3]), Number(m[4]));
+    // A count without a total: total 0 while it runs, its last value once done (as git's
+    // `Checking connectivity: 9, done.`, shown by the caller without a percentage).
+    const done = Number(m[2]);
+    const finished = m[5] !== undefined;
+    if (counting !== phase || !finished) onProgress(phase, done, 0);
+    counting = finished ? undefined : phase;
+    if (finished) onProgress(phase, done, done);
+  };
   const write = (b: Buffer): void => {
-    const records = (pending + b.toString('utf8')).split(/(?<=[\r\n])/);
+    const records = (pending + text.write(b)).split(/(?<=[\r\n])/);
     pending = /[\r\n]$/.test(records[records.length - 1]!) ? '' : records.pop()!;
-    for (const r of records) {
-      const m =
-        /^([A-Z][^:\n]*): +(\d+)% \((\d+)\/(\d+)\)(, done\.)?\s*$/.exec(r) ??
-        /^([A-Z][^:\n]*): (\d+)()()(, done\.)?\s*$/.exec(r);
-      if (m === null) {
-        rest(Buffer.from(r));
-        continue;
-      }
-      const phase = m[1]![0]!.toLowerCase() + m[1]!.slice(1);
-      const done = Number(m[4] === '' ? m[2] : m[3]);
-      // A count without a total is done at its last value.
-      const total = m[4] === '' ? (m[5] !== undefined ? done : 0) : Number(m[4]);
-      onProgress(phase, done, total);
-    }
+    for (const r of records) record(r);
   };
   const flush = (): void => {
+    pending += text.end();
     if (pending !== '') rest(Buffer.from(pending));
   };
   return { write, flush };
