@@ -52,8 +52,20 @@ export class GitRepackError extends Error {
     this.file = where?.file;
     this.offset = where?.offset;
     this.objectId = where?.objectId;
-    this.detail = where?.detail ?? message;
+    this.detail = withoutPlace(where?.detail ?? message, where);
   }
+}
+
+/**
+ * `text` without the place the error has as fields: a leading `<file>: ` and a trailing
+ * ` at offset <n>` (issue 34: `detail` carried them where a site gave none of its own).
+ */
+function withoutPlace(text: string, where: ErrorWhere | undefined): string {
+  let t = text;
+  if (where?.file !== undefined && t.startsWith(`${where.file}: `))
+    t = t.slice(where.file.length + 2);
+  const at = / at offset \d+$/.exec(t);
+  return at !== null && where?.offset !== undefined ? t.slice(0, at.index) : t;
 }
 
 /** The name the code base uses; one class under two names. */

@@ -199,3 +199,53 @@ describe('library API options', () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe('the documented error fields (docs/api.md)', () => {
+  it('`detail` is the bare reason: the file and offset are in their own fields only', async () => {
+    const repo = useFixtureCopy('basic');
+    const pack = listPacks(repo)[0]!;
+    const bytes = fs.readFileSync(pack);
+    bytes[40]! ^= 0xff; // inside the first entry's zlib data
+    fs.writeFileSync(pack, bytes);
+    const e = await rejection(walk(repo));
+    expect(e.code).toBe('bad-object');
+    expect([e.file, typeof e.offset]).toEqual([pack, 'number']);
+    expect(e.message).toContain(pack);
+    expect(e.detail).not.toContain(pack);
+    expect(e.detail).not.toMatch(/at offset/);
+    const made = new GitRepackError('bad-idx', '/x/p.idx: index file too small at offset 0', {
+      file: '/x/p.idx',
+      offset: 0,
+    });
+    expect(made.detail).toBe('index file too small');
+  });
+
+  it('documents every code the source can produce', () => {
+    const errors = fs.readFileSync(path.join(SRC, 'errors.ts'), 'utf8');
+    const union = errors.slice(
+      errors.indexOf('export type ErrorCode'),
+      errors.indexOf('export interface ErrorWhere'),
+    );
+    const codes = [...union.matchAll(/\| '([a-z-]+)'/g)].map((m) => m[1]!);
+    expect(codes).toContain('dubious-ownership');
+    // Every code used where an error is made is one of these.
+    const used = new Set<string>();
+    const walkDir = (d: string): void => {
+      for (const n of fs.readdirSync(d, { withFileTypes: true })) {
+        const f = path.join(d, n.name);
+        if (n.isDirectory()) walkDir(f);
+        else if (f.endsWith('.ts'))
+          for (const m of fs
+            .readFileSync(f, 'utf8')
+            .matchAll(/(?:new (?:GitError|GitRepackError)|corrupt)\(\s*'([a-z-]+)'/g))
+            used.add(m[1]!);
+      }
+    };
+    walkDir(SRC);
+    expect(used.size).toBeGreaterThan(10); // the search finds the sites
+    expect([...used].filter((c) => !codes.includes(c))).toEqual([]);
+    const docs = fs.readFileSync(path.join(SRC, '..', 'docs', 'api.md'), 'utf8');
+    const row = docs.split('\n').find((l) => l.startsWith('| `code` |'))!;
+    expect(codes.filter((c) => !row.includes(`\`${c}\``))).toEqual([]);
+  });
+});

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FIXTURES, fixtureGitDir, fixtureLinkedWorktree, fixturePath } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
 import { spawnSync } from 'node:child_process';
-import { fsckStrict, gitEnv, gitOk, objectSet } from './helpers/git.js';
+import { fsckStrict, git, gitEnv, gitOk, objectSet } from './helpers/git.js';
 import { BIN, tool } from './helpers/tool.js';
 import { Options, parseOptions } from '../src/cli/args.js';
 import { UsageError } from '../src/cli/io.js';
@@ -94,6 +94,44 @@ describe("git's CLI contract", () => {
     expect(rp.status).toBe(0);
     expect(rp.stderr).toMatch(/Writing objects: 100% \(\d+\/\d+\), done\./);
     expect(rp.stdout).toBe('');
+  });
+
+  it("shows git fsck's own progress with its moving counts, and labels each partition's rounds", () => {
+    const repo = useFixtureCopy('promisor');
+    // A loose object makes a normal partition beside the promisor one: two rounds of counting.
+    gitOk(['hash-object', '-w', '--stdin'], { cwd: repo, input: 'loose, for a second pack\n' });
+    const env = { GIT_PROGRESS_DELAY: '0' };
+    const r = tool(['--graph-compression=0', '--fsck=full', '--progress'], { cwd: repo, env });
+    expect(r.status, r.stderr).toBe(0);
+    const records = r.stderr.split(/[\r\n]/).filter((l) => l !== '');
+    const done = records.filter((l) => l.endsWith(', done.'));
+    expect(done.filter((l) => l.startsWith('Counting objects'))).toEqual([
+      expect.stringMatching(/^Counting objects \(pack 1\/2\): 100% \(\d+\/\d+\), done\.$/),
+      expect.stringMatching(/^Counting objects \(pack 2\/2\): 100% \(\d+\/\d+\), done\.$/),
+    ]);
+    expect(done).not.toContain('Checking with git fsck: 100% (1/1), done.');
+    // git's own lines: what git fsck --progress shows on the repository as it now is.
+    const g = git(['fsck', '--no-dangling', '--progress'], { cwd: repo, env });
+    const gitDone = g.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
+    expect(gitDone).toContain('Checking object directories: 100% (256/256), done.');
+    for (const line of gitDone) expect(done).toContain(line);
+    // The count moves: git's check starts at 0 % and ends at its total.
+    const objects = records.filter((l) => l.startsWith('Checking objects:'));
+    expect(objects[0]).toMatch(/^Checking objects: +0% \(0\/\d+\)$/);
+    expect(objects.at(-1)).toMatch(/^Checking objects: 100% \((\d+)\/\1\), done\.$/);
+
+    // A count without a total, as git shows it: `Checking connectivity: <n>, done.`
+    const c = useFixtureCopy('basic');
+    gitOk(['hash-object', '-w', '--stdin'], { cwd: c, input: 'loose, to be packed\n' });
+    const rc = tool(['--graph-compression=0', '--fsck=connectivity', '--progress', '-q'], {
+      cwd: c,
+      env,
+    });
+    expect(rc.status, rc.stderr).toBe(0);
+    const gc = git(['fsck', '--connectivity-only', '--no-dangling', '--progress'], { cwd: c, env });
+    const gcDone = gc.stderr.split(/[\r\n]/).filter((l) => l.endsWith(', done.'));
+    expect(gcDone).toEqual([expect.stringMatching(/^Checking connectivity: \d+, done\.$/)]);
+    expect(rc.stderr.split(/[\r\n]/)).toContain(gcDone[0]);
   });
 });
 

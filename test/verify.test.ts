@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { FIXTURES, fixturePath, type FixtureName } from './fixtures/index.js';
 import { useFixtureCopy } from './helpers/fixture-copy.js';
-import { gitEnv, gitOk, listPacks } from './helpers/git.js';
+import { git, gitEnv, gitOk, listPacks } from './helpers/git.js';
 import { BIN, tool } from './helpers/tool.js';
 
 const WITH_PACKS: FixtureName[] = [
@@ -196,10 +196,48 @@ describe('verify reports damage with the file and offset, exit 1', () => {
     );
   });
 
-  it('a pack that does not exist', () => {
-    const r = tool(['verify', 'nonexistent.idx'], { cwd: fixturePath('basic') });
-    expect(r.status).toBe(1);
-    expect(r.stderr).toContain("Cannot open existing pack file 'nonexistent.pack'");
+  it('a pack that does not exist: git verify-pack names its index, as given', () => {
+    const cwd = fixturePath('basic');
+    for (const name of [
+      'nonexistent',
+      'nonexistent.pack',
+      'nonexistent.idx',
+      'sub/nonexistent.pack',
+    ]) {
+      for (const v of [[], ['-v']]) {
+        const r = tool(['verify', ...v, name], { cwd });
+        const g = git(['verify-pack', ...v, name], { cwd });
+        expect([r.status, r.stderr, r.stdout], name).toEqual([
+          g.status,
+          g.stderr,
+          g.stdout.toString(),
+        ]);
+      }
+    }
+    // git 2.39's wording, written out (the oracle above could change with git).
+    expect(tool(['verify', 'nonexistent.pack'], { cwd }).stderr).toBe(
+      "fatal: Cannot open existing pack file 'nonexistent.idx'\n",
+    );
+  });
+
+  it('an empty zstd pack is named as empty, not read as a too-small index', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'verify-empty-zpack-'));
+    try {
+      const file = path.join(dir, 'empty.zpack');
+      fs.writeFileSync(file, '');
+      const r = tool(['verify', 'empty.zpack'], { cwd: dir });
+      expect([r.status, r.stderr]).toEqual([
+        1,
+        `error: ${file}: empty file, not a zstd pack at offset 0\n`,
+      ]);
+      const w = tool(['walk', 'empty.zpack'], { cwd: dir });
+      expect([w.status, w.stderr]).toEqual([
+        128,
+        `fatal: ${file}: empty file, not a zstd pack at offset 0\n`,
+      ]);
+    } finally {
+      fs.rmSync(dir, { recursive: true });
+    }
   });
 
   it('never changes the repository it reads', () => {

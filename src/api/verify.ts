@@ -97,7 +97,9 @@ export async function verifyTargets(
           objects: 0,
           nonDelta: 0,
           chainLengths: [],
-          problems: [{ file: shownPath(t.pack), offset: 0, message: 'cannot open pack' }],
+          problems: [
+            { file: shownPath(t.idx), offset: 0, message: 'cannot open existing pack file' },
+          ],
           moreProblems: 0,
         }
       : {

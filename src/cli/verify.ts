@@ -118,7 +118,10 @@ async function verifyAndPrint(
     // -v --json: every object as a record, the same fields as the lines of `git verify-pack -v`.
     entries: o.verbose === true && !o['stat-only'] && o.json === true,
     onPack: (r, missing) => {
-      if (missing) io.err(`fatal: Cannot open existing pack file '${r.pack}'\n`);
+      // git verify-pack opens the index first and names it, as given (`x.pack` gives `x.idx`).
+      if (missing)
+        io.err(`fatal: Cannot open existing pack file '${r.pack.replace(/\.pack$/, '.idx')}'\n`);
+      if (missing && o.verbose && !o.json) io.out(`${r.pack}: bad\n`);
       if (missing || o.json) return;
       for (const p of r.problems) io.err(`error: ${p.file}: ${p.message} at offset ${p.offset}\n`);
       if (r.moreProblems) io.err(`error: ... and ${r.moreProblems} more problems in ${r.pack}\n`);

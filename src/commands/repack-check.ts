@@ -12,6 +12,7 @@ import {
   onlyObjectsWrittenMeanwhile,
   runGitFsck,
   type FsckMode,
+  type GitProgress,
 } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import {
@@ -186,6 +187,8 @@ export function startChangedCheck(repo: Repository, scratchDirs: string[]): Chan
 /** What the git fsck check needs to know of the run. */
 export interface FsckCheck {
   mode: FsckMode;
+  /** git fsck's own progress (`--progress`), when wanted. */
+  onProgress?: GitProgress | undefined;
   toInstall: WrittenPartition[];
   /** Bases (paths without `.pack`) of the packs the run will remove. */
   removing: Set<string>;
@@ -249,6 +252,7 @@ export async function checkWithGitFsck(repo: Repository, c: FsckCheck): Promise<
     fault('phase:fsck', viewDir);
     const f = await runGitFsck(repo.gitDir, viewDir, c.mode, repo.env, {
       assumePromisor: hasPromisor && !promisorRemote,
+      onProgress: c.onProgress,
     });
     removeView(viewDir);
     if (f.ok) return;

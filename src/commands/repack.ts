@@ -159,9 +159,11 @@ class RepackRun {
   readonly lock: RepoLock | undefined;
   readonly odb: ObjectDatabase;
   readonly warn: (message: string) => void;
+  /** ` (pack 1/2)` while one of two partitions is written: each round of progress says which. */
+  private partitionLabel = '';
   readonly onProgress = (phase: string, done: number, total: number): void => {
     fault(`progress:${phase}`, `${done}/${total}`);
-    this.opts.onProgress?.(phase, done, total);
+    this.opts.onProgress?.(phase + this.partitionLabel, done, total);
   };
 
   constructor(
@@ -206,8 +208,8 @@ class RepackRun {
       (removing.size > 0 || toInstall.length > 0)
     ) {
       this.where.step = 'checking the rewritten repository with git fsck';
-      this.onProgress('checking with git fsck', 0, 1);
       await checkWithGitFsck(repo, {
+        onProgress: opts.onProgress && this.onProgress, // git's own progress, passed on
         mode: opts.fsck,
         toInstall,
         removing,
@@ -216,7 +218,6 @@ class RepackRun {
         scratchDirs: this.scratchDirs,
         warn: this.warn,
       });
-      this.onProgress('checking with git fsck', 1, 1);
     }
     // The journal's provers: a pack not named by its checksum cannot be one (see `recoverJournal`).
     const retainedPacks = src.retainedPacks.filter((p) => isPackName(p.name));
@@ -346,10 +347,13 @@ class RepackRun {
   private async writePartitions(src: Sources): Promise<WrittenPartition[]> {
     const { repo, opts } = this;
     const written: WrittenPartition[] = [];
-    for (const kind of ['normal', 'promisor'] as const) {
+    const kinds = (['normal', 'promisor'] as const).filter(
+      (k) => src.parts[k].length > 0 || (k === 'normal' && src.looseIds.length > 0),
+    );
+    for (const [i, kind] of kinds.entries()) {
       const sources = src.parts[kind];
       const loose = kind === 'normal' ? src.looseIds : [];
-      if (sources.length === 0 && loose.length === 0) continue;
+      this.partitionLabel = kinds.length > 1 ? ` (pack ${i + 1}/${kinds.length})` : '';
       if (sources.length >= 0xffff)
         throw new GitError('unsupported', `too many packs (${sources.length})`);
       const tmp = {
@@ -430,6 +434,7 @@ class RepackRun {
       }
       written.push({ kind, w, stats, sources, loose, final, check });
     }
+    this.partitionLabel = '';
     return written;
   }
 

@@ -236,16 +236,15 @@ class ImportRun {
         },
         ...listPacks(repo.objectsDir).map(viewPack),
       ]);
-      this.onProgress('checking with git fsck', 0, 1);
       const f = await runGitFsck(repo.gitDir, this.viewDir, opts.fsck, repo.env, {
         assumePromisor: promisor,
+        onProgress: opts.onProgress && this.onProgress, // git's own progress, passed on
       });
       if (!f.ok)
         throw new GitError(
           'verify-failed',
           `git fsck found problems with the imported objects; nothing was changed:\n${f.output}`,
         );
-      this.onProgress('checking with git fsck', 1, 1);
     }
     fault('phase:install');
     installPack(

@@ -1,5 +1,6 @@
 import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
+import { StringDecoder } from 'node:string_decoder';
 import { KilledBySignal } from '../cleanup.js';
 
 /**
@@ -18,16 +19,17 @@ export async function runGitFsck(
   objectsDir: string,
   mode: FsckMode,
   env: NodeJS.ProcessEnv,
-  opts: { assumePromisor?: boolean } = {},
+  opts: { assumePromisor?: boolean; onProgress?: GitProgress | undefined } = {},
 ): Promise<{ ok: boolean; output: string }> {
   if (mode === 'none') return { ok: true, output: '' };
   // `changed` here is a pack whose every entry was written anew (a zstd import): all of it.
   const connectivityOnly = mode === 'connectivity';
   const run = (promisor: boolean): Promise<{ ok: boolean; output: string }> => {
     const args = promisor ? ['-c', 'remote.repack-ts-promisor.promisor=true', 'fsck'] : ['fsck'];
-    args.push('--no-dangling', '--no-progress');
+    args.push('--no-dangling', opts.onProgress ? '--progress' : '--no-progress');
     if (connectivityOnly) args.push('--connectivity-only');
-    return runChild('git fsck', args, { env: viewEnv(gitDir, objectsDir, env), cwd: gitDir });
+    const o = { env: viewEnv(gitDir, objectsDir, env), cwd: gitDir };
+    return runChild('git fsck', args, o, opts.onProgress);
   };
   // A partial clone copied without its config (as public snapshots are) has promisor packs but no
   // promisor remote; git would call every promised object missing. A promisor remote for fsck,
@@ -43,6 +45,48 @@ export async function runGitFsck(
   return run(true);
 }
 
+/** git's own progress, as (phase, done, total): `total` 0 while git counts without one. */
+export type GitProgress = (phase: string, done: number, total: number) => void;
+
+/**
+ * git's progress lines (progress.c's `display`: `Title:  42% (420/1000)` or `Title: 420`, each
+ * ended by `\r`, the last by `, done.\n`) turned into calls of `onProgress`, the phase being
+ * git's title with a lower-case initial (as ours are); anything else goes to `rest` as it came.
+ */
+function progressParser(
+  onProgress: GitProgress,
+  rest: (b: Buffer) => void,
+): { write: (b: Buffer) => void; flush: () => void } {
+  const text = new StringDecoder('utf8'); // a character may span two reads
+  let pending = '';
+  let counting: string | undefined; // the phase of the last count without a total
+  const record = (r: string): void => {
+    const m =
+      /^([A-Z][^:\n]*): +(\d+)% \((\d+)\/(\d+)\)(, done\.)?\s*$/.exec(r) ??
+      /^([A-Z][^:\n]*): (\d+)()()(, done\.)?\s*$/.exec(r);
+    if (m === null) return rest(Buffer.from(r));
+    const phase = m[1]![0]!.toLowerCase() + m[1]!.slice(1);
+    if (m[4] !== '') return onProgress(phase, Number(m[3]), Number(m[4]));
+    // A count without a total: total 0 while it runs, its last value once done (as git's
+    // `Checking connectivity: 9, done.`, shown by the caller without a percentage).
+    const done = Number(m[2]);
+    const finished = m[5] !== undefined;
+    if (counting !== phase || !finished) onProgress(phase, done, 0);
+    counting = finished ? undefined : phase;
+    if (finished) onProgress(phase, done, done);
+  };
+  const write = (b: Buffer): void => {
+    const records = (pending + text.write(b)).split(/(?<=[\r\n])/);
+    pending = /[\r\n]$/.test(records[records.length - 1]!) ? '' : records.pop()!;
+    for (const r of records) record(r);
+  };
+  const flush = (): void => {
+    pending += text.end();
+    if (pending !== '') rest(Buffer.from(pending));
+  };
+  return { write, flush };
+}
+
 /** What is kept of a child's output (its stdout, then its stderr), as spawnSync's maxBuffer bounded it. */
 const OUTPUT_LIMIT = 1 << 28;
 
@@ -54,6 +98,7 @@ function runChild(
   what: string,
   args: string[],
   o: { env: NodeJS.ProcessEnv; cwd: string },
+  onProgress?: GitProgress,
 ): Promise<{ ok: boolean; output: string }> {
   return new Promise((resolve, reject) => {
     const child = killOnSignal(spawn('git', args, { ...o, stdio: ['ignore', 'pipe', 'pipe'] }));
@@ -65,9 +110,12 @@ function runChild(
         kept.bytes += b.length;
       };
     child.stdout.on('data', keep(kept.out));
-    child.stderr.on('data', keep(kept.err));
+    const errs = keep(kept.err);
+    const parser = onProgress ? progressParser(onProgress, errs) : undefined;
+    child.stderr.on('data', parser?.write ?? errs);
     child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${e.message}` }));
     child.on('close', (code, signal) => {
+      parser?.flush();
       if (signal !== null) reject(new KilledBySignal(what, signal));
       else
         resolve({

@@ -234,7 +234,10 @@ export class Pack {
     const fd = openRegular(path);
     try {
       const head = Buffer.alloc(4);
-      readSync(fd, head, 0, 4, 0);
+      const got = readSync(fd, head, 0, 4, 0);
+      // Not "index file too small" (the issue-34 report): a name of neither git file is ours.
+      if (got === 0 && !hasExt(path, '.pack') && !hasExt(path, '.idx'))
+        throw corrupt('bad-pack', shownPath(path), 0, 'empty file, not a zstd pack');
       if (!isZpack(head)) {
         closeSync(fd);
         return undefined;
