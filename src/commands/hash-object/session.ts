@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { KilledBySignal, killOnSignal, pipeToChild } from '../cleanup.js';
+import { KilledBySignal, killOnSignal, pipeToChild } from '../../cleanup.js';
 import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { GitError } from '../errors.js';
-import { SHA1, toHex, type HashAlgo } from '../hash/algo.js';
+import { GitError } from '../../errors.js';
+import { SHA1, toHex, type HashAlgo } from '../../hash/algo.js';
 import {
   ContentSizeError,
   HASH_CHUNK,
@@ -13,19 +13,19 @@ import {
   checkObjectFormat,
   hashFdSync,
   readFdExact,
-} from '../hash/hash-object.js';
-import type { GitConfig } from '../store/config.js';
-import type { Repository } from '../store/repo.js';
-import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js';
+} from '../../hash/hash-object.js';
+import type { GitConfig } from '../../store/config.js';
+import type { Repository } from '../../store/repo.js';
+import type { ContentSource, ObjectWriteTarget } from '../../store/write-object.js';
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
-import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
-import { writeSettings, type WriteSettings } from './hash-object-config.js';
-import { loadConfig } from '../store/config-files.js';
-import { realPath } from '../store/setup-paths.js';
+import { AttributeOracle, isInside, type Decision } from './attrs.js';
+import { writeSettings, type WriteSettings } from './config.js';
+import { loadConfig } from '../../store/config-files.js';
+import { realPath } from '../../store/setup-paths.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
 import { OutOfMemory, readToEnd } from './read-loop.js';
-import { strerror } from './strerror.js';
+import { strerror } from '../strerror.js';
 
 /**
  * One hash-object run: the repository, its settings, the attribute oracle, and what each item
@@ -189,7 +189,7 @@ export class Session {
   private oracleCache: AttributeOracle | undefined;
   private target: ObjectWriteTarget | undefined;
   private settings: WriteSettings | undefined;
-  private writer: typeof import('../store/write-object.js') | undefined;
+  private writer: typeof import('../../store/write-object.js') | undefined;
   /** Read buffers, made on first use: a 1 MiB one costs a small run a garbage collection. */
   private smallBuf: Buffer | undefined;
   private largeBuf: Buffer | undefined;
@@ -244,7 +244,7 @@ export class Session {
       writeSettings(this.config, () => 0);
       return;
     }
-    this.writer = await import('../store/write-object.js');
+    this.writer = await import('../../store/write-object.js');
     this.settings = writeSettings(this.config, this.writer.parseSharedRepository);
     this.target = {
       objectsDir: this.repo.objectsDir,

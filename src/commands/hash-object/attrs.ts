@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
-import type { GitConfig } from '../store/config.js';
-import type { Repository } from '../store/repo.js';
+import type { GitConfig } from '../../store/config.js';
+import type { Repository } from '../../store/repo.js';
 import {
   autoCrlf,
   envBool,
@@ -10,7 +10,7 @@ import {
   systemFileCandidates,
   textEolIsCrlf,
   type AutoCrlf,
-} from './hash-object-config.js';
+} from './config.js';
 
 /**
  * Would git convert this path's content? (convert.c: `convert_attrs` and what `convert_to_git`
