@@ -1,7 +1,7 @@
 import { GitError } from '../../errors.js';
 import { HashObjectError } from '../../hash/hash-object.js';
 import { discoverRepository, type Repository } from '../../store/repo.js';
-import type { Decision } from './attrs.js';
+import type { Decision } from './convert.js';
 import type { PreHashed } from './pre-hash.js';
 import { Session } from './session.js';
 import { stdinPathOfLine } from './c-quote.js';
@@ -9,8 +9,8 @@ import { encodeEscaped, fsPath } from '../arg-bytes.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { LineReader, regularFileSize } from './read-loop.js';
 
-export { attrsAreIdentity, decisionFor } from './attrs.js';
-export { DelegatedGitFailed } from './session.js';
+export { attrsAreIdentity, decisionFor } from './convert.js';
+export { DelegatedGitFailed } from './delegate.js';
 export { unquoteCStyle } from './c-quote.js';
 export { strerror } from '../strerror.js';
 
