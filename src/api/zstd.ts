@@ -4,7 +4,7 @@ import { importZpack, type ImportResult } from '../commands/zstd-import.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { GitRepackError } from '../errors.js';
 import { parseFsck, parseLevels, resolveLevelOptions } from '../commands/options.js';
-import { resolveLevels } from '../repack/levels.js';
+import { LEVEL_KEYS, resolveLevels } from '../repack/levels.js';
 import type { Repository } from '../store/repo.js';
 import { apiCall, checkOptions, repositoryAt, type ProgressCallback } from './common.js';
 import type { LevelOptions } from './repack.js';
@@ -32,16 +32,8 @@ export interface ZstdImportOptions extends LevelOptions {
   signal?: AbortSignal | undefined;
 }
 
-const LEVELS = [
-  'graphCompression',
-  'commitCompression',
-  'treeCompression',
-  'blobCompression',
-  'tagCompression',
-  'compression',
-] as const;
-const EXPORT_KNOWN = [...LEVELS, 'level', 'dictSize', 'dictTrainer', 'onProgress', 'signal'];
-const IMPORT_KNOWN = [...LEVELS, 'fsck', 'force', 'onProgress', 'onWarning', 'signal'];
+const EXPORT_KNOWN = [...LEVEL_KEYS, 'level', 'dictSize', 'dictTrainer', 'onProgress', 'signal'];
+const IMPORT_KNOWN = [...LEVEL_KEYS, 'fsck', 'force', 'onProgress', 'onWarning', 'signal'];
 
 function exportSettings(o: ZstdExportOptions): {
   level: number;
