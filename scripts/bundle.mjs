@@ -24,7 +24,7 @@ const ENTRIES = {
   main: 'cli/main.js',
   index: 'index.js',
   'reencode-worker': 'repack/reencode-worker.js',
-  'pre-hash-worker': 'commands/pre-hash-worker.js',
+  'pre-hash-worker': 'commands/hash-object/pre-hash-worker.js',
   'pack-writer-thread': 'format/pack-writer-thread.js',
 };
 

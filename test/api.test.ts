@@ -93,6 +93,28 @@ describe('library API errors', () => {
     ).toBe('usage');
   });
 
+  it('names a bad option as the caller wrote it, not as the command line flag (issue 34)', async () => {
+    const repo = fixturePath('basic');
+    const message = async (o: object) =>
+      (await rejection(repack(repo, o as Parameters<typeof repack>[1]))).message;
+    expect(await message({ graphCompression: 11 })).toBe(
+      "graphCompression expects a zlib level from -1 to 9 (or auto, or keep), not '11'",
+    );
+    expect(await message({ blobCompression: [5] })).toBe(
+      "blobCompression expects a zlib level from -1 to 9 (or auto, or keep), not '5'",
+    );
+    expect(await message({ compression: 'auto' })).toBe(
+      'auto is a level for one type or for graphCompression, not for every type (compression)',
+    );
+    expect(await message({ fsck: true })).toBe(
+      "fsck expects 'changed', 'full' or 'connectivity' (or false), not 'true'",
+    );
+    expect(await message({ keepPacks: 'pack-1' })).toBe('keepPacks expects pack names');
+    expect(await message({ writeBitmapIndex: 'yes' })).toBe(
+      'writeBitmapIndex expects true or false',
+    );
+  });
+
   it('rejects with code aborted when the signal fires, and the repository stays as it was', async () => {
     const repo = useFixtureCopy('multi-pack');
     const before = state(repo);

@@ -469,9 +469,19 @@ describe('config and levels', () => {
       'pack.graphcompression\n0\0pack.blobcompression\n9\0',
       [2, 2, 2, 2],
     ],
-    ['graph flag beats --compression', { graph: 0, compression: 9 }, '', [0, 0, 9, 9]],
-    ['type flag beats graph flag', { graph: 0, tree: 5 }, '', [0, 5, 'keep', 'keep']],
-    ['keep as a flag', { graph: 0, blob: 'keep' }, 'pack.compression\n9\0', [0, 0, 'keep', 9]],
+    ['graph flag beats --compression', { graphCompression: 0, compression: 9 }, '', [0, 0, 9, 9]],
+    [
+      'type flag beats graph flag',
+      { graphCompression: 0, treeCompression: 5 },
+      '',
+      [0, 5, 'keep', 'keep'],
+    ],
+    [
+      'keep as a flag',
+      { graphCompression: 0, blobCompression: 'keep' },
+      'pack.compression\n9\0',
+      [0, 0, 'keep', 9],
+    ],
   ] as const)('%s', (_n, flags, text, want) => {
     const l = resolveLevels(flags, cfg(text));
     expect([l[1], l[2], l[3], l[4]]).toEqual(want);

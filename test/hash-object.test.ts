@@ -15,8 +15,8 @@ import { HASH_OBJECT_USAGE, parseHashObjectArgs } from '../src/cli/hash-object.j
 import type { Io } from '../src/cli/io.js';
 import { main } from '../src/cli/main.js';
 import { ParallelDeflate, adler32, zlibHeader } from '../src/codec/parallel-deflate.js';
-import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object.js';
-import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object-config.js';
+import { attrsAreIdentity, unquoteCStyle } from '../src/commands/hash-object/hash-object.js';
+import { fsyncLooseObjects, parseFsyncComponents } from '../src/commands/hash-object/config.js';
 import { parsePlainConfig, readPlainConfig as readPlain } from '../src/store/config-files.js';
 import { GitConfig, parseConfigList } from '../src/store/config.js';
 import { SHA1, SHA256 } from '../src/hash/algo.js';

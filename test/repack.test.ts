@@ -330,6 +330,30 @@ describe('bad levels and options', () => {
       expect(r.stderr).toMatch(/^error: --graph-compression expects a zlib level from -1 to 9/);
     });
   }
+  it('names a bad flag as written on the command line (issue 34)', () => {
+    const repo = useFixtureCopy('basic');
+    const files = packFiles(repo);
+    for (const [args, message] of [
+      [
+        ['--graph-compression=11'],
+        "error: --graph-compression expects a zlib level from -1 to 9 (or auto, or keep), not '11'",
+      ],
+      [
+        ['--compression=auto'],
+        'error: auto is a level for one type or for --graph-compression, not for every type (--compression)',
+      ],
+      [['--fsck=some'], "error: --fsck expects 'changed', 'full' or 'connectivity', not 'some'"],
+      [
+        ['zstd-import', '--fsck=changes', 'x.zpack'],
+        "error: --fsck expects 'full' or 'connectivity', not 'changes'",
+      ],
+    ] as const) {
+      const r = tool([...args], { cwd: repo });
+      expect(r.status).toBe(129);
+      expect(r.stderr.split('\n')[0]).toBe(message);
+    }
+    expect(packFiles(repo)).toEqual(files);
+  });
   it('a bad level in config is fatal, exit 128, nothing changed', () => {
     const repo = useFixtureCopy('basic');
     gitOk(['config', 'pack.graphCompression', '12'], { cwd: repo });

@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import { hashObjects } from '../commands/hash-object.js';
+import { hashObjects } from '../commands/hash-object/hash-object.js';
 import { GitRepackError } from '../errors.js';
 import { apiCall, apiEnv, callerEuid, checkOptions, directoryAt } from './common.js';
 

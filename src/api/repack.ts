@@ -1,14 +1,6 @@
 import { repack as repackCommand, type RepackResult } from '../commands/repack.js';
-import { GitRepackError } from '../errors.js';
-import {
-  fallbackLevel,
-  parseLevelFlag,
-  resolveLevels,
-  type Level,
-  type LevelFlags,
-} from '../repack/levels.js';
-import type { FsckMode } from '../store/fsck.js';
-import type { Repository } from '../store/repo.js';
+import { parseRepackOptions, resolveRepackOptions } from '../commands/options.js';
+import { LEVEL_KEYS, type Level } from '../repack/levels.js';
 import { apiCall, checkOptions, repositoryAt, type ProgressCallback } from './common.js';
 
 /**
@@ -47,12 +39,7 @@ export interface RepackOptions {
 }
 
 const KNOWN = [
-  'graphCompression',
-  'commitCompression',
-  'treeCompression',
-  'blobCompression',
-  'tagCompression',
-  'compression',
+  ...LEVEL_KEYS,
   'dryRun',
   'fsck',
   'keepPacks',
@@ -63,27 +50,6 @@ const KNOWN = [
   'onWarning',
   'signal',
 ] as const;
-
-function level(name: string, v: unknown): Level | undefined {
-  if (v === undefined) return undefined;
-  if (typeof v !== 'number' && typeof v !== 'string')
-    throw new GitRepackError(
-      'usage',
-      `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${String(v)}'`,
-    );
-  return parseLevelFlag(name, String(v));
-}
-
-function fsckMode(v: unknown): FsckMode {
-  if (v === undefined || v === 'changed') return 'changed';
-  if (v === 'full') return 'full';
-  if (v === 'connectivity') return 'connectivity';
-  if (v === false) return 'none';
-  throw new GitRepackError(
-    'usage',
-    `--fsck expects 'changed', 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`,
-  );
-}
 
 /** The per-type level options (shared with the zstd export and import), as the CLI's flags. */
 export type LevelOptions = Pick<
@@ -96,40 +62,6 @@ export type LevelOptions = Pick<
   | 'compression'
 >;
 
-export function levelFlagsOf(o: LevelOptions): LevelFlags {
-  return {
-    graph: level('graph-compression', o.graphCompression),
-    commit: level('commit-compression', o.commitCompression),
-    tree: level('tree-compression', o.treeCompression),
-    blob: level('blob-compression', o.blobCompression),
-    tag: level('tag-compression', o.tagCompression),
-    compression: level('compression', o.compression),
-  };
-}
-
-/** The rewrite of an opened repository (the CLI's, which found the repository itself). */
-export async function repackRepo(repo: Repository, o: RepackOptions): Promise<RepackResult> {
-  const flags = levelFlagsOf(o);
-  const keepPacks = o.keepPacks ?? [];
-  if (!Array.isArray(keepPacks) || keepPacks.some((k) => typeof k !== 'string'))
-    throw new GitRepackError('usage', '--keep-pack expects pack names');
-  if (o.writeBitmapIndex !== undefined && typeof o.writeBitmapIndex !== 'boolean')
-    throw new GitRepackError('usage', 'writeBitmapIndex expects true or false');
-  return repackCommand(repo, {
-    levels: resolveLevels(flags, repo.config),
-    autoFallback: fallbackLevel(flags, repo.config),
-    dryRun: o.dryRun === true,
-    fsck: fsckMode(o.fsck),
-    keepPacks: [...keepPacks],
-    all: o.all === true,
-    auto: o.auto === true,
-    writeBitmap: o.writeBitmapIndex,
-    onProgress: o.onProgress,
-    onWarning: o.onWarning,
-    signal: o.signal,
-  });
-}
-
 /**
  * `git repack-ts` on the repository at or above `repoPath`: every pack (but kept ones) and every
  * loose object rewritten with each type at its level, keeping every delta; proven equal and
@@ -138,6 +70,8 @@ export async function repackRepo(repo: Repository, o: RepackOptions): Promise<Re
 export async function repack(repoPath: string, options: RepackOptions = {}): Promise<RepackResult> {
   return apiCall(options?.signal, () => {
     checkOptions(options, KNOWN, 'repack');
-    return repackRepo(repositoryAt(repoPath), options);
+    const request = parseRepackOptions(options, 'option');
+    const repo = repositoryAt(repoPath);
+    return repackCommand(repo, resolveRepackOptions(request, repo.config));
   });
 }

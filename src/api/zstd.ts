@@ -3,11 +3,11 @@ import { DEFAULT_ZSTD_LEVEL, exportZpack, type ExportResult } from '../commands/
 import { importZpack, type ImportResult } from '../commands/zstd-import.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { GitRepackError } from '../errors.js';
-import { fallbackLevel, resolveLevels } from '../repack/levels.js';
-import type { FsckMode } from '../store/fsck.js';
+import { parseFsck, parseLevels, resolveLevelOptions } from '../commands/options.js';
+import { LEVEL_KEYS, resolveLevels } from '../repack/levels.js';
 import type { Repository } from '../store/repo.js';
 import { apiCall, checkOptions, repositoryAt, type ProgressCallback } from './common.js';
-import { levelFlagsOf, type LevelOptions } from './repack.js';
+import type { LevelOptions } from './repack.js';
 
 /** `git repack-ts --zstd[=<level>] -o <out>`'s options. Levels of 0 (flags, then config) store that type plain. */
 export interface ZstdExportOptions extends LevelOptions {
@@ -32,16 +32,8 @@ export interface ZstdImportOptions extends LevelOptions {
   signal?: AbortSignal | undefined;
 }
 
-const LEVELS = [
-  'graphCompression',
-  'commitCompression',
-  'treeCompression',
-  'blobCompression',
-  'tagCompression',
-  'compression',
-] as const;
-const EXPORT_KNOWN = [...LEVELS, 'level', 'dictSize', 'dictTrainer', 'onProgress', 'signal'];
-const IMPORT_KNOWN = [...LEVELS, 'fsck', 'force', 'onProgress', 'onWarning', 'signal'];
+const EXPORT_KNOWN = [...LEVEL_KEYS, 'level', 'dictSize', 'dictTrainer', 'onProgress', 'signal'];
+const IMPORT_KNOWN = [...LEVEL_KEYS, 'fsck', 'force', 'onProgress', 'onWarning', 'signal'];
 
 function exportSettings(o: ZstdExportOptions): {
   level: number;
@@ -80,7 +72,7 @@ export async function zstdExportRepo(
   if (typeof out !== 'string' || out === '')
     throw new GitRepackError('usage', '--zstd needs -o <file>');
   // A type whose level (flags, then config) is 0 is stored plain; the zstd level covers the rest.
-  const levels = resolveLevels(levelFlagsOf(o), repo.config);
+  const levels = resolveLevels(parseLevels(o, 'option'), repo.config);
   const plainTypes = new Set(([1, 2, 3, 4] as const).filter((t) => levels[t] === 0));
   return exportZpack(repo, {
     out: resolve(out),
@@ -91,16 +83,6 @@ export async function zstdExportRepo(
   });
 }
 
-function fsckMode(v: unknown): FsckMode {
-  if (v === undefined || v === 'full') return 'full';
-  if (v === 'connectivity') return 'connectivity';
-  if (v === false) return 'none';
-  throw new GitRepackError(
-    'usage',
-    `--fsck expects 'full' or 'connectivity' (or false for --no-fsck), not '${String(v)}'`,
-  );
-}
-
 /** The import into an opened repository (the CLI's). */
 export async function zstdImportRepo(
   repo: Repository,
@@ -108,11 +90,11 @@ export async function zstdImportRepo(
   o: ZstdImportOptions,
 ): Promise<ImportResult> {
   if (typeof file !== 'string' || file === '') throw new GitRepackError('usage', 'no file given');
-  const flags = levelFlagsOf(o);
+  const flags = parseLevels(o, 'option');
+  const fsck = parseFsck(o.fsck, 'option', 'zstd-import');
   return importZpack(repo, resolve(file), {
-    levels: resolveLevels(flags, repo.config),
-    autoFallback: fallbackLevel(flags, repo.config),
-    fsck: fsckMode(o.fsck),
+    ...resolveLevelOptions(flags, repo.config),
+    fsck,
     force: o.force === true,
     onProgress: o.onProgress,
     onWarning: o.onWarning,

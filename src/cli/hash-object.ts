@@ -4,7 +4,7 @@ import {
   DelegatedGitFailed,
   hashObjects,
   type HashObjectOptions,
-} from '../commands/hash-object.js';
+} from '../commands/hash-object/hash-object.js';
 import { HashObjectError } from '../hash/hash-object.js';
 import { type Io, UsageError, reportError } from './io.js';
 import { WriteFailure } from './output.js';

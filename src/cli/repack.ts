@@ -1,13 +1,13 @@
 import { resolve } from 'node:path';
-import { repackRepo } from '../api/repack.js';
-import type { RepackResult } from '../commands/repack.js';
+import { parseRepackOptions, resolveRepackOptions } from '../commands/options.js';
+import { repack, type RepackResult } from '../commands/repack.js';
 import { DEFAULT_ZSTD_LEVEL } from '../commands/zstd.js';
 import { zstdExportRepo } from '../api/zstd.js';
 import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
-import { resolveLevels, type LevelFlags } from '../repack/levels.js';
+import type { LevelFlags } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
-import { fsckModeFrom, levelFlagsFrom, levelOptionsOf, withLevelOptions } from './level-options.js';
+import { checked, levelInputsOf, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
@@ -76,37 +76,39 @@ export async function runRepack(args: string[], ctx: CliContext): Promise<number
   refuseRepackHabits(o, REPACK_USAGE);
   const extra = positionals(o);
   if (extra.length > 0) throw new UsageError(`unexpected argument '${extra[0]}'`, REPACK_USAGE);
-  const flags = levelFlagsFrom(o, REPACK_USAGE);
-  const fsck = fsckModeFrom(o, REPACK_USAGE);
-  const keep = o['keep-pack'] ?? [];
   const { io } = ctx;
-  if (o.zstd !== undefined) return runExport(o, flags, ctx);
+  const request = checked(REPACK_USAGE, () =>
+    parseRepackOptions(
+      {
+        ...levelInputsOf(o),
+        dryRun: o['dry-run'],
+        fsck: o.fsck,
+        keepPacks: o['keep-pack'] ?? [],
+        all: o.all || o.A === true,
+        writeBitmapIndex: o['write-bitmap-index'],
+        auto: o.auto,
+        onProgress: phaseReporter(
+          io,
+          !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
+        ),
+        onWarning: (m) => warn(io, m),
+      },
+      'flag',
+    ),
+  );
+  if (o.zstd !== undefined) return runExport(o, request.levelFlags, ctx);
   if (o.output !== undefined) throw new UsageError('-o/--output goes with --zstd', REPACK_USAGE);
   const repo = openRepository(ctx);
-  const levels = resolveLevels(flags, repo.config);
+  const options = resolveRepackOptions(request, repo.config);
   if (
     !o.json &&
     !o.quiet &&
     !o.auto &&
-    [1, 2, 3, 4].every((t) => levels[t as 1 | 2 | 3 | 4] === 'keep')
+    [1, 2, 3, 4].every((t) => options.levels[t as 1 | 2 | 3 | 4] === 'keep')
   )
     io.err(NO_LEVEL_HINT);
-  const progress = phaseReporter(
-    io,
-    !o.json && wantProgress(io, { quiet: o.quiet, progress: o.progress }),
-  );
-  // The library's rewrite: --json prints exactly what the API's repack() resolves to.
-  const r = await repackRepo(repo, {
-    ...levelOptionsOf(flags),
-    dryRun: o['dry-run'],
-    fsck: fsck === 'none' ? false : fsck,
-    keepPacks: keep,
-    all: o.all || o.A === true,
-    writeBitmapIndex: o['write-bitmap-index'],
-    auto: o.auto,
-    onProgress: progress,
-    onWarning: (m) => warn(io, m),
-  });
+  // The library's rewrite with the library's resolver: --json prints what the API's repack() resolves to.
+  const r = await repack(repo, options);
   if (o.json) {
     io.out(JSON.stringify(r, null, 2) + '\n');
     return 0;
@@ -202,7 +204,7 @@ async function runExport(
   );
   // The library's export: --json prints exactly what the API's zstdExport() resolves to.
   const r = await zstdExportRepo(repo, resolve(ctx.cwd, o.output), {
-    ...levelOptionsOf(flags),
+    ...flags,
     level,
     dictSize: dictSize === 0 ? false : dictSize,
     dictTrainer: trainer,

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
-import { zstdImportRepo } from '../api/zstd.js';
-import type { ImportResult, RefUpdate } from '../commands/zstd-import.js';
+import { parseFsck, parseLevels, resolveLevelOptions } from '../commands/options.js';
+import { importZpack, type ImportResult, type RefUpdate } from '../commands/zstd-import.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
-import { fsckModeFrom, levelFlagsFrom, levelOptionsOf, withLevelOptions } from './level-options.js';
+import { checked, levelInputsOf, withLevelOptions } from './level-options.js';
 import type { CliContext } from './main.js';
 import { phaseReporter, wantProgress, warn } from './progress.js';
 import { openRepository } from './repo.js';
@@ -100,13 +100,13 @@ export async function runZstdImport(args: string[], ctx: CliContext): Promise<nu
       ZSTD_IMPORT_USAGE,
     );
   const { io } = ctx;
-  const flags = levelFlagsFrom(o, ZSTD_IMPORT_USAGE);
-  const fsck = fsckModeFrom(o, ZSTD_IMPORT_USAGE);
+  const flags = checked(ZSTD_IMPORT_USAGE, () => parseLevels(levelInputsOf(o), 'flag'));
+  const fsck = checked(ZSTD_IMPORT_USAGE, () => parseFsck(o.fsck, 'flag', 'zstd-import'));
   const repo = openRepository(ctx);
-  const r = await zstdImportRepo(repo, resolve(ctx.cwd, files[0]!), {
-    ...levelOptionsOf(flags),
-    // (an import writes every entry anew: `changed`, the rewrite's default, is git fsck's full check)
-    fsck: fsck === 'none' ? false : fsck === 'connectivity' ? 'connectivity' : 'full',
+  // The library's import with the library's resolver (api/zstd.ts zstdImportRepo).
+  const r = await importZpack(repo, resolve(ctx.cwd, files[0]!), {
+    ...resolveLevelOptions(flags, repo.config),
+    fsck,
     force: o.force,
     onProgress: phaseReporter(
       io,

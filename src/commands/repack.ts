@@ -2,35 +2,25 @@ import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
-import { listLoose, loosePath, unknownLooseType } from '../store/loose.js';
 import { acquireRepackLock, type RepoLock } from '../store/lock.js';
 import { recoverJournal } from '../store/journal.js';
-import { readSmallFile } from '../store/regular.js';
 import { sharedRepositoryOf } from '../store/shared-perm.js';
 import { guardLock } from '../cleanup.js';
-import { ObjectDatabase, listPackFiles } from '../store/odb.js';
-import { Pack } from '../store/pack.js';
-import { pathKey, withExt } from '../store/fs-path.js';
-import {
-  cleanLeftovers,
-  ensurePackDir,
-  isPackName,
-  listPacks,
-  removeView,
-  type PackInfo,
-} from '../store/packdir.js';
+import { ObjectDatabase } from '../store/odb.js';
+import { pathKey } from '../store/fs-path.js';
+import { cleanLeftovers, ensurePackDir, isPackName, removeView } from '../store/packdir.js';
 import { fault, tmpPath, unlinkIfExists, writeFileDurable } from '../store/files.js';
 import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import type { AutoRule } from '../repack/encoding.js';
 import { proveWrittenPack } from '../repack/prove.js';
-import { provePackedCopy, type CopyProof } from '../repack/duplicates.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
 import { forcedThreads } from '../repack/pool.js';
 import { autoCheck, type AutoCheck } from './repack-auto.js';
-import { recordProven, runTargets, selectPacks, type Selection } from './repack-select.js';
+import { recordProven, runTargets } from './repack-select.js';
 import { verifyPack } from './verify.js';
+import { openSources, promisorLines, selectSources, type Sources } from './repack-sources.js';
 import {
   checkWithGitFsck,
   startChangedCheck,
@@ -38,7 +28,7 @@ import {
   type WrittenPartition,
 } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
-import { bitmapSource, newPackBitmap, type BitmapContext } from './repack-bitmap.js';
+import { newPackBitmap, type BitmapContext } from './repack-bitmap.js';
 
 export interface RepackOptions {
   levels: Levels;
@@ -108,13 +98,6 @@ export interface RepackResult {
   auto?: AutoCheck | undefined;
 }
 
-function normalizeKeep(name: string): string {
-  return basename(name).replace(/\.(pack|idx)$/, '');
-}
-
-/** A `.promisor`'s lines: never through a link, regular files only, at most this much. */
-const MAX_PROMISOR_BYTES = 64 << 20;
-
 /** An error of the file system, as Node throws them. */
 function isSystemError(e: unknown): e is NodeJS.ErrnoException {
   const err = e as NodeJS.ErrnoException;
@@ -125,24 +108,6 @@ function isSystemError(e: unknown): e is NodeJS.ErrnoException {
     typeof err.code === 'string' &&
     typeof err.syscall === 'string'
   );
-}
-
-/** The packs and loose objects a run starts from, opened. */
-interface Sources {
-  /** The packs to rewrite, by partition. */
-  parts: Record<'normal' | 'promisor', PackInfo[]>;
-  /** Packs left as they are (`.keep`, cruft, --keep-pack). */
-  retainedPacks: Pack[];
-  /** Every pack of the repository, opened, by `pathKey` of its base (path without `.pack`; the base itself for a `pack-<hash>`). */
-  opened: Map<string, Pack>;
-  /** Is an object in a retained pack (then it is not written again)? */
-  excluded: (id: Uint8Array, pos: number) => boolean;
-  proveExcluded: (id: Uint8Array, pos: number) => CopyProof;
-  looseIds: Buffer[];
-  /** Write a `.rev` (pack.writeReverseIndex, or an old pack had one). */
-  writeRev: boolean;
-  /** A retained pack with a `.bitmap` (base), if any. */
-  retainedBitmap: string | undefined;
 }
 
 /** One run of `git repack-ts`: its lock, its temporary files, and what it has done so far. */
@@ -183,7 +148,7 @@ class RepackRun {
   async run(): Promise<RepackResult> {
     const { opts, repo } = this;
     if (!opts.dryRun) this.recover();
-    const sel = this.select();
+    const sel = selectSources(this);
     // Nothing new and nothing to merge: no pack is opened (issue 32: a run with nothing to do).
     if (
       sel.parts.normal.length === 0 &&
@@ -191,7 +156,7 @@ class RepackRun {
       sel.looseIds.length === 0
     )
       return this.result;
-    const src = this.openSources(sel);
+    const src = openSources(this, sel);
     const written = await this.writePartitions(src);
     if (opts.dryRun) return this.result;
     fault('phase:written');
@@ -258,89 +223,6 @@ class RepackRun {
     fault('phase:start');
     this.where.step = 'reading the packs';
     this.where.state = 'nothing was changed';
-  }
-
-  /** Which packs this run rewrites, before any is opened (repack-select.ts). */
-  private select(): Selection {
-    const { repo, opts } = this;
-    const keepNames = new Set(opts.keepPacks.map(normalizeKeep));
-    const infos = listPacks(repo.objectsDir);
-    for (const k of keepNames) {
-      if (!infos.some((p) => p.name === k))
-        throw new GitError('usage', `--keep-pack: no pack named '${k}' in ${this.packDir}`);
-    }
-    const looseIds = this.packableLoose(listLoose(repo.objectsDir, repo.algo));
-    return selectPacks(
-      repo,
-      infos,
-      looseIds,
-      { keepNames, all: opts.all === true, targets: runTargets(opts) },
-      this.result,
-      this.warn,
-    );
-  }
-
-  /** Every pack opened (the retained ones hold objects the new packs leave out), loose ids listed. */
-  private openSources(sel: Selection): Sources {
-    const { repo } = this;
-    const opened = new Map<string, Pack>();
-    for (const p of sel.infos) {
-      const pack = Pack.open(withExt(p.fsBase, '.pack'), repo.algo);
-      opened.set(pathKey(p.fsBase), pack);
-      this.odb.addPack(pack);
-    }
-    for (const alt of repo.alternates)
-      for (const f of listPackFiles(alt)) this.odb.addPack(Pack.open(f, repo.algo));
-    // The pack whose bitmap is carried over goes first: its objects keep their places in the new
-    // pack (as a multi-pack-index's preferred pack), so its commit bitmaps are copied as they are.
-    if (this.opts.writeBitmap !== false) {
-      for (const part of Object.values(sel.parts)) {
-        const b = bitmapSource(part, opened);
-        if (b !== undefined) part.unshift(...part.splice(part.indexOf(b), 1));
-      }
-    }
-    const retainedPacks = sel.retained.map((p) => opened.get(pathKey(p.fsBase))!);
-    const excluded = (id: Uint8Array, pos: number): boolean =>
-      retainedPacks.some((p) => p.idx.find(id, pos) >= 0);
-    // The copy that stays must hash to its id before the rewritten one goes (issue 30).
-    const proveExcluded = (id: Uint8Array, pos: number): CopyProof => {
-      for (const p of retainedPacks) {
-        const j = p.idx.find(id, pos);
-        if (j >= 0) return provePackedCopy(p, j, this.odb, repo.algo);
-      }
-      throw new GitError(
-        'internal',
-        `excluded object ${toHex(id, pos, repo.algo.len)} is in no retained pack`,
-      );
-    };
-    fault('phase:listed');
-    return {
-      parts: sel.parts,
-      retainedPacks,
-      opened,
-      excluded,
-      proveExcluded,
-      looseIds: sel.looseIds,
-      writeRev: sel.writeRev,
-      retainedBitmap: sel.retained.find((p) => p.bitmap)?.base,
-    };
-  }
-
-  /**
-   * The loose objects a pack can hold. One of a type git does not know stays loose, as with `git
-   * repack -a -d` (which packs only what is reachable, and nothing can reach it): never packed, never removed.
-   */
-  private packableLoose(ids: Buffer[]): Buffer[] {
-    return ids.filter((id) => {
-      const file = loosePath(this.repo.objectsDir, id);
-      const type = unknownLooseType(file);
-      if (type === undefined) return true;
-      this.result.looseLeft.push(file);
-      this.warn(
-        `${file}: loose object of unknown type '${type}' left as it is (no pack can hold it)`,
-      );
-      return false;
-    });
   }
 
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
@@ -506,15 +388,7 @@ class RepackRun {
 
   /** The promisor marker carries over the lines of the old ones; returns its temporary file. */
   private writePromisorMarker(x: WrittenPartition): string {
-    const lines = new Set<string>();
-    for (const s of x.sources) {
-      const f = s.base + '.promisor';
-      const r = readSmallFile(f, MAX_PROMISOR_BYTES);
-      if (r !== undefined && 'why' in r)
-        this.warn(`${f}: ${r.why}; its content is not carried over`);
-      else if (r !== undefined)
-        for (const l of r.data.toString('utf8').split('\n')) if (l !== '') lines.add(l);
-    }
+    const lines = promisorLines(x.sources, this.warn);
     const tmp = tmpPath(this.packDir, 'promisor');
     this.tmpFiles.push(tmp);
     writeFileDurable(tmp, Buffer.from([...lines].map((l) => l + '\n').join('')), 0o444); // as git repack makes it: fopen'd, then its write bits taken away

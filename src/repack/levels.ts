@@ -9,14 +9,22 @@ import { OBJ_BLOB, OBJ_COMMIT, OBJ_TAG, OBJ_TREE } from '../format/object-type.j
  */
 export type Level = number | 'auto' | 'keep';
 
-export interface LevelFlags {
-  compression?: Level | undefined;
-  graph?: Level | undefined;
-  commit?: Level | undefined;
-  tree?: Level | undefined;
-  blob?: Level | undefined;
-  tag?: Level | undefined;
-}
+/**
+ * The level settings, each by one name: the library's option; the command line's flag is its
+ * kebab-case (`--graph-compression`), the configuration key `pack.` and the name.
+ */
+export const LEVEL_KEYS = [
+  'graphCompression',
+  'commitCompression',
+  'treeCompression',
+  'blobCompression',
+  'tagCompression',
+  'compression',
+] as const;
+export type LevelKey = (typeof LEVEL_KEYS)[number];
+
+/** The levels given by flags or options (not configuration), checked. */
+export type LevelFlags = { [K in LevelKey]?: Level | undefined };
 
 /** Target level per base type, indexed by OBJ_COMMIT..OBJ_TAG. */
 export type Levels = Record<1 | 2 | 3 | 4, Level>;
@@ -25,15 +33,19 @@ export function isLevel(n: number): boolean {
   return Number.isInteger(n) && n >= -1 && n <= 9;
 }
 
-/** Parses a level given on the command line; anything else is a usage error. */
-export function parseLevelFlag(name: string, v: string): Level {
-  if (v.trim() === 'auto') return 'auto';
-  if (v.trim() === 'keep') return 'keep';
-  const n = /^-?\d+$/.test(v.trim()) ? Number(v) : NaN;
+/**
+ * Parses a level a flag or an option gives (a string or a number); anything else is a usage error
+ * naming it as the caller wrote it (`name`: `--graph-compression` or `graphCompression`).
+ */
+export function parseLevel(name: string, v: unknown): Level {
+  const s = typeof v === 'string' || typeof v === 'number' ? String(v).trim() : '';
+  if (s === 'auto') return 'auto';
+  if (s === 'keep') return 'keep';
+  const n = /^-?\d+$/.test(s) ? Number(s) : NaN;
   if (!isLevel(n))
     throw new GitError(
       'usage',
-      `--${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${v}'`,
+      `${name} expects a zlib level from -1 to 9 (or auto, or keep), not '${String(v)}'`,
     );
   return n;
 }
@@ -79,31 +91,20 @@ function packLevel(config: GitConfig): Level | undefined {
  */
 export function resolveLevels(flags: LevelFlags, config: GitConfig): Levels {
   const packDefault = packLevel(config);
-  if (flags.compression === 'auto') {
-    throw new GitError(
-      'usage',
-      'auto is a level for one type or for --graph-compression, not for every type',
-    );
-  }
   const graphKey = configLevel(config, 'pack.graphCompression');
-  const pick = (
-    typeFlag: Level | undefined,
-    graphFlag: Level | undefined,
-    key: string,
-    graph: boolean,
-  ): Level =>
-    typeFlag ??
-    graphFlag ??
+  const pick = (key: LevelKey, graph: boolean): Level =>
+    flags[key] ??
+    (graph ? flags.graphCompression : undefined) ??
     flags.compression ??
-    configLevel(config, key) ??
+    configLevel(config, `pack.${key}`) ??
     (graph ? graphKey : undefined) ??
     packDefault ??
     'keep';
   return {
-    [OBJ_COMMIT]: pick(flags.commit, flags.graph, 'pack.commitCompression', true),
-    [OBJ_TREE]: pick(flags.tree, flags.graph, 'pack.treeCompression', true),
-    [OBJ_BLOB]: pick(flags.blob, undefined, 'pack.blobCompression', false),
-    [OBJ_TAG]: pick(flags.tag, undefined, 'pack.tagCompression', false),
+    [OBJ_COMMIT]: pick('commitCompression', true),
+    [OBJ_TREE]: pick('treeCompression', true),
+    [OBJ_BLOB]: pick('blobCompression', false),
+    [OBJ_TAG]: pick('tagCompression', false),
   } as Levels;
 }
 

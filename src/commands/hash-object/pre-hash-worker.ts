@@ -1,5 +1,5 @@
 import { parentPort } from 'node:worker_threads';
-import { hashAlgoByName } from '../hash/algo.js';
+import { hashAlgoByName } from '../../hash/algo.js';
 import { BlobPreHasher, preHashShared, splitPaths, type SharedBatch } from './pre-hash.js';
 
 /** The second core's share of `--stdin-paths` pre-hashing (pre-hash.ts): chunks from a shared counter. */

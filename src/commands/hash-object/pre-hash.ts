@@ -1,6 +1,6 @@
 import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
-import type { HashAlgo } from '../hash/algo.js';
-import { HASH_CHUNK, hashFdSync } from '../hash/hash-object.js';
+import type { HashAlgo } from '../../hash/algo.js';
+import { HASH_CHUNK, hashFdSync } from '../../hash/hash-object.js';
 
 /**
  * Blob ids of regular files computed ahead of their turn (`--stdin-paths` without -w, where the

@@ -1,18 +1,18 @@
-import { GitError } from '../errors.js';
-import { HashObjectError } from '../hash/hash-object.js';
-import { discoverRepository, type Repository } from '../store/repo.js';
-import type { Decision } from './hash-object-attrs.js';
+import { GitError } from '../../errors.js';
+import { HashObjectError } from '../../hash/hash-object.js';
+import { discoverRepository, type Repository } from '../../store/repo.js';
+import type { Decision } from './convert.js';
 import type { PreHashed } from './pre-hash.js';
-import { Session } from './hash-object-session.js';
+import { Session } from './session.js';
 import { stdinPathOfLine } from './c-quote.js';
-import { encodeEscaped, fsPath } from './arg-bytes.js';
+import { encodeEscaped, fsPath } from '../arg-bytes.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { LineReader, regularFileSize } from './read-loop.js';
 
-export { attrsAreIdentity, decisionFor } from './hash-object-attrs.js';
-export { DelegatedGitFailed } from './hash-object-session.js';
+export { attrsAreIdentity, decisionFor } from './convert.js';
+export { DelegatedGitFailed } from './delegate.js';
 export { unquoteCStyle } from './c-quote.js';
-export { strerror } from './strerror.js';
+export { strerror } from '../strerror.js';
 
 /**
  * `git hash-object`, compatible in interface, output and exit codes (builtin/hash-object.c of git

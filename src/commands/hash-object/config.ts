@@ -1,6 +1,6 @@
-import { compressionLevel, parseConfigBool, type GitConfig } from '../store/config.js';
+import { compressionLevel, parseConfigBool, type GitConfig } from '../../store/config.js';
 
-export { fileExists, systemFileCandidates } from '../store/config-files.js';
+export { fileExists, systemFileCandidates } from '../../store/config-files.js';
 
 /**
  * The configuration hash-object reads, as git_default_config parses it for the keys that matter

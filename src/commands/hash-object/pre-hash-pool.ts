@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { HashAlgo } from '../hash/algo.js';
+import type { HashAlgo } from '../../hash/algo.js';
 import {
   BlobPreHasher,
   preHashShared,

@@ -1,9 +1,6 @@
-import { spawn } from 'node:child_process';
-import { KilledBySignal, killOnSignal, pipeToChild } from '../cleanup.js';
 import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { GitError } from '../errors.js';
-import { SHA1, toHex, type HashAlgo } from '../hash/algo.js';
+import { SHA1, toHex, type HashAlgo } from '../../hash/algo.js';
 import {
   ContentSizeError,
   HASH_CHUNK,
@@ -13,35 +10,26 @@ import {
   checkObjectFormat,
   hashFdSync,
   readFdExact,
-} from '../hash/hash-object.js';
-import type { GitConfig } from '../store/config.js';
-import type { Repository } from '../store/repo.js';
-import type { ContentSource, ObjectWriteTarget } from '../store/write-object.js';
+} from '../../hash/hash-object.js';
+import type { GitConfig } from '../../store/config.js';
+import type { Repository } from '../../store/repo.js';
+import type { ContentSource, ObjectWriteTarget } from '../../store/write-object.js';
 import type { HashObjectHooks, HashObjectOptions, HashObjectResult } from './hash-object.js';
-import { AttributeOracle, isInside, type Decision } from './hash-object-attrs.js';
-import { writeSettings, type WriteSettings } from './hash-object-config.js';
-import { loadConfig } from '../store/config-files.js';
-import { realPath } from '../store/setup-paths.js';
+import { AttributeOracle, isInside } from './attrs.js';
+import type { Decision } from './convert.js';
+import { writeSettings, type WriteSettings } from './config.js';
+import { loadConfig } from '../../store/config-files.js';
+import { realPath } from '../../store/setup-paths.js';
 import type { PreHashPool } from './pre-hash-pool.js';
 import { BlobPreHasher, joinTargets, splitPaths, type PreHashed } from './pre-hash.js';
 import { OutOfMemory, readToEnd } from './read-loop.js';
-import { strerror } from './strerror.js';
+import { strerror } from '../strerror.js';
+import { runHashObject, type Delegation } from './delegate.js';
 
 /**
  * One hash-object run: the repository, its settings, the attribute oracle, and what each item
  * becomes (builtin/hash-object.c's `hash_fd`, object-file.c's `index_fd`).
  */
-
-/** A delegated `git hash-object` failed: its stderr and exit code are the command's. */
-export class DelegatedGitFailed extends Error {
-  constructor(
-    readonly status: number,
-    readonly stderr: string,
-  ) {
-    super(stderr.trim() || `git hash-object exited with ${status}`);
-    this.name = 'DelegatedGitFailed';
-  }
-}
 
 /** One thing to hash: a path (as a string or raw bytes from --stdin-paths) or the standard input. */
 export interface Item {
@@ -51,11 +39,6 @@ export interface Item {
   vpath: string | undefined;
   /** How git names the file it could not open (the prefixed argument). */
   shown: string;
-}
-
-export interface Delegation {
-  args: string[];
-  input: Buffer | 'stdin';
 }
 
 /** Files below this are read with one buffer of this size. */
@@ -111,55 +94,6 @@ export function openTarget(p: string | Buffer, base: string, baseSlash: Buffer):
   return Buffer.concat([baseSlash, p], baseSlash.length + p.length);
 }
 
-/** A git run to its end: its output, or why it could not start. */
-interface GitRun {
-  status: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: Buffer;
-  stderr: Buffer;
-  error?: Error;
-}
-
-/** git with `stdin` (a descriptor it shares, or bytes), without holding the event loop. */
-function runGit(
-  args: string[],
-  o: { cwd: string; env: NodeJS.ProcessEnv; stdin: number | Buffer },
-): Promise<GitRun> {
-  return new Promise((resolve) => {
-    const child = killOnSignal(
-      spawn('git', args, {
-        cwd: o.cwd,
-        env: o.env,
-        stdio: [typeof o.stdin === 'number' ? o.stdin : 'pipe', 'pipe', 'pipe'],
-      }),
-    );
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout!.on('data', (b: Buffer) => out.push(b));
-    child.stderr!.on('data', (b: Buffer) => err.push(b));
-    // A SIGPIPE from writing into a git that stopped reading is that pipe's: its exit says why.
-    const pipeClosed = typeof o.stdin === 'number' ? () => undefined : pipeToChild();
-    if (typeof o.stdin !== 'number') {
-      child.stdin!.on('error', () => undefined);
-      child.stdin!.end(o.stdin);
-    }
-    const done = (status: number | null, signal: NodeJS.Signals | null, error?: Error): void =>
-      // The signal, raised during a write, is handled at a later turn: the pipe stays ours until then.
-      void setImmediate(() => {
-        pipeClosed();
-        resolve({
-          status,
-          signal,
-          stdout: Buffer.concat(out),
-          stderr: Buffer.concat(err),
-          ...(error ? { error } : {}),
-        });
-      });
-    child.on('error', (e) => done(null, null, e));
-    child.on('close', (status, signal) => done(status, signal));
-  });
-}
-
 /**
  * xopen(path, O_RDONLY): a FIFO's open waits for a writer, so it is opened on libuv's threadpool,
  * where the wait holds no signal back; anything else at once.
@@ -189,7 +123,7 @@ export class Session {
   private oracleCache: AttributeOracle | undefined;
   private target: ObjectWriteTarget | undefined;
   private settings: WriteSettings | undefined;
-  private writer: typeof import('../store/write-object.js') | undefined;
+  private writer: typeof import('../../store/write-object.js') | undefined;
   /** Read buffers, made on first use: a 1 MiB one costs a small run a garbage collection. */
   private smallBuf: Buffer | undefined;
   private largeBuf: Buffer | undefined;
@@ -244,7 +178,7 @@ export class Session {
       writeSettings(this.config, () => 0);
       return;
     }
-    this.writer = await import('../store/write-object.js');
+    this.writer = await import('../../store/write-object.js');
     this.settings = writeSettings(this.config, this.writer.parseSharedRepository);
     this.target = {
       objectsDir: this.repo.objectsDir,
@@ -320,21 +254,10 @@ export class Session {
    */
   async delegate(d: Delegation): Promise<string> {
     this.flush();
-    const env: NodeJS.ProcessEnv = { ...this.o.env };
-    if (this.o.gitDir !== undefined) env.GIT_DIR = this.o.gitDir;
-    const full = ['hash-object', ...(this.o.write ? ['-w'] : []), ...d.args];
-    const r = await runGit(full, {
-      cwd: this.o.cwd,
-      env,
-      stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input,
-    });
-    if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
-    const stderr = r.stderr.toString('utf8');
-    if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
-    if (r.status !== 0) throw new DelegatedGitFailed(r.status ?? 128, stderr);
-    if (stderr !== '') this.hooks.onStderr?.(stderr);
+    const r = await runHashObject(d, this.o);
+    if (r.stderr !== '') this.hooks.onStderr?.(r.stderr);
     this.result.delegated++;
-    return r.stdout.toString('latin1').trim();
+    return r.id;
   }
 
   // -- hashing and writing -----------------------------------------------------------------------

@@ -1,8 +1,8 @@
 import { constants as bufferConstants } from 'node:buffer';
 import { fstatSync, read, readFileSync } from 'node:fs';
 import { freemem } from 'node:os';
-import { GitError } from '../errors.js';
-import { HASH_CHUNK } from '../hash/hash-object.js';
+import { GitError } from '../../errors.js';
+import { HASH_CHUNK } from '../../hash/hash-object.js';
 
 /**
  * Reads of a descriptor that may be a pipe, a FIFO, a terminal or a non-blocking socket
