@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { KilledBySignal, killOnSignal, pipeToChild } from '../cleanup.js';
 import { closeSync, fstatSync, open, openSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, relative, resolve, sep } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 import { SHA1, toHex, type HashAlgo } from '../hash/algo.js';
 import {
   ContentSizeError,
@@ -328,7 +328,7 @@ export class Session {
       env,
       stdin: d.input === 'stdin' ? (this.o.stdinFd ?? 0) : d.input,
     });
-    if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
+    if (r.error) throw systemError('io', 'cannot run git hash-object', r.error);
     const stderr = r.stderr.toString('utf8');
     if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
     if (r.status !== 0) throw new DelegatedGitFailed(r.status ?? 128, stderr);

@@ -1,6 +1,7 @@
 import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { KilledBySignal } from '../cleanup.js';
+import { errnoText } from '../errors.js';
 
 /**
  * What git checks after the rewrite: `changed` (the default) reads back every entry whose bytes
@@ -66,7 +67,7 @@ function runChild(
       };
     child.stdout.on('data', keep(kept.out));
     child.stderr.on('data', keep(kept.err));
-    child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${e.message}` }));
+    child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${errnoText(e)}` }));
     child.on('close', (code, signal) => {
       if (signal !== null) reject(new KilledBySignal(what, signal));
       else
@@ -181,7 +182,7 @@ export function indexPackStream(
   );
   const result = new Promise<{ ok: boolean; output: string }>((resolve, reject) => {
     child.on('error', (e) =>
-      resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }),
+      resolve({ ok: false, output: `cannot run git index-pack: ${errnoText(e)}` }),
     );
     child.on('close', (code, signal) => {
       if (signal !== null && !stopped) reject(new KilledBySignal('git index-pack', signal));
