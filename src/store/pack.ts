@@ -533,8 +533,8 @@ export class Pack {
   private namedCorruption(err: unknown, e: RawEntry): unknown {
     if (!(err instanceof GitError) || err.code !== 'bad-object') return err;
     return (
-      this.corruptObject(e.offset, err.detail, err.code, typeName(e.hdr.type), err, err.offset) ??
-      err
+      // the entry's offset, as git verify-pack lists it (the data's own is in the cause)
+      this.corruptObject(e.offset, err.detail, err.code, typeName(e.hdr.type), err) ?? err
     );
   }
 
