@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { GitRepackError } from '../errors.js';
+import { GitRepackError, unwrappedSystemError } from '../errors.js';
 import { discoverRepository, type Repository } from '../store/repo.js';
 
 /**
@@ -77,9 +77,8 @@ export function apiError(e: unknown, signal?: AbortSignal): GitRepackError {
     });
   if (err instanceof Error && err.name === 'AbortError')
     return new GitRepackError('aborted', err.message, { cause: e });
-  if (err instanceof Error && typeof err.code === 'string' && typeof err.syscall === 'string') {
-    return new GitRepackError('io', err.message, { file: err.path, cause: e });
-  }
+  const sys = unwrappedSystemError(e); // `<syscall> '<path>': <strerror>`, the fields kept
+  if (sys instanceof GitRepackError) return sys;
   // A delegated `git hash-object` that failed, or a bug: still one class for the caller to catch.
   const message = err instanceof Error ? err.message : String(e);
   return new GitRepackError(

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 import { runGit } from './timing.js';
 import type { BloomCheck } from './types.js';
 
@@ -55,11 +55,9 @@ function traced(gitDir: string, args: string[], env: NodeJS.ProcessEnv): Trace2E
       stdio: ['ignore', 'ignore', 'pipe'],
       encoding: 'utf8',
     });
-    if (r.error || r.status !== 0)
-      throw new GitError(
-        'io',
-        `git ${args.join(' ')} failed in ${gitDir}: ${r.error?.message ?? r.stderr.trim()}`,
-      );
+    if (r.error) throw systemError('io', 'cannot run git', r.error);
+    if (r.status !== 0)
+      throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.stderr.trim()}`);
     let text = '';
     try {
       text = readFileSync(file, 'utf8');

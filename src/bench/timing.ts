@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 
 /**
  * The environment stock git is timed under: none of the caller's GIT_* variables (GIT_DIR and
@@ -25,8 +25,8 @@ export function benchGitEnv(base: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
 /** `git --version`, as the header of every table shows it. */
 export function gitVersion(env: NodeJS.ProcessEnv): string {
   const r = spawnSync('git', ['--version'], { env, encoding: 'utf8' });
-  if (r.status !== 0 || r.error)
-    throw new GitError('io', `cannot run git --version: ${r.error?.message ?? r.stderr}`);
+  if (r.error) throw systemError('io', 'cannot run git --version', r.error);
+  if (r.status !== 0) throw new GitError('io', `cannot run git --version: ${r.stderr}`);
   return r.stdout.trim().replace(/^git version /, '');
 }
 
@@ -97,7 +97,7 @@ export function timeGit(
     });
     const t1 = performance.now();
     const c1 = childrenCpuSeconds();
-    if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
+    if (r.error) throw systemError('io', 'cannot run git', r.error);
     if (r.status !== 0) {
       throw new GitError(
         'io',
@@ -133,7 +133,7 @@ export function runGit(
     maxBuffer: 1 << 28,
     input,
   });
-  if (r.error) throw new GitError('io', `cannot run git: ${r.error.message}`);
+  if (r.error) throw systemError('io', 'cannot run git', r.error);
   if (r.status !== 0)
     throw new GitError('io', `git ${args.join(' ')} failed in ${gitDir}: ${r.stderr.trim()}`);
   return r.stdout;

@@ -1,8 +1,7 @@
-import { GitError } from '../errors.js';
+import { GitError, strerror, unwrappedSystemError } from '../errors.js';
 import { KilledBySignal } from '../cleanup.js';
 import { armFaults } from '../store/files.js';
 import { dieOfSignal, isCaughtSignal } from './signals.js';
-import { strerror, withStrerror } from './strerror.js';
 import { WriteFailure, writeStdout } from './output.js';
 import { currentDirectoryString } from './argv.js';
 import { encodeEscaped, hasEscapedBytes } from '../commands/arg-bytes.js';
@@ -39,8 +38,12 @@ function currentDirectory(): string {
   try {
     return currentDirectoryString();
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
-    throw new GitError('io', `Unable to read current working directory: ${strerror(code) ?? code}`);
+    const errno = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
+    throw new GitError('io', `Unable to read current working directory: ${strerror(errno)}`, {
+      errno,
+      syscall: 'getcwd',
+      cause: e,
+    });
   }
 }
 
@@ -70,8 +73,12 @@ export class ManPageRequested extends Error {
   }
 }
 
-/** Turns a thrown error into git's report and exit code. */
-export function reportError(io: Io, e: unknown): number {
+/**
+ * Turns a thrown error into git's report and exit code: the one place that writes `fatal: `.
+ * Messages are made from the errors' fields where they are made; nothing here reads them back.
+ */
+export function reportError(io: Io, thrown: unknown): number {
+  const e = unwrappedSystemError(thrown); // a system error no command named: `<syscall> '<path>': <strerror>`
   if (e instanceof HelpRequested) {
     // parse-options' usage_with_options exits 129 at once: a stdout that fails is not reported.
     try {
@@ -103,7 +110,7 @@ export function reportError(io: Io, e: unknown): number {
       io.err(`error: ${e.message}\n`);
       return 129;
     }
-    io.err(`fatal: ${withStrerror(e.message)}\n`);
+    io.err(`fatal: ${e.message}\n`);
     return 128;
   }
   if (e instanceof KilledBySignal) {
@@ -114,11 +121,6 @@ export function reportError(io: Io, e: unknown): number {
   if (e instanceof Error && e.name === 'AbortError') {
     io.err('fatal: interrupted\n');
     return 130;
-  }
-  const err = e as NodeJS.ErrnoException;
-  if (err && typeof err.code === 'string' && typeof err.syscall === 'string') {
-    io.err(`fatal: ${withStrerror(err.message)}\n`);
-    return 128;
   }
   // A bug, not bad input: still no stack trace on the user's terminal unless asked for.
   io.err(`fatal: internal error: ${(e as Error)?.message ?? String(e)}\n`);

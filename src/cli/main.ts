@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { statSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, strerror } from '../errors.js';
 import { fileURLToPath } from 'node:url';
 import {
   HelpRequested,
@@ -12,7 +12,6 @@ import {
   processIo,
   reportError,
 } from './io.js';
-import { strerror } from './strerror.js';
 import { installSignalCleanup } from './signals.js';
 import { stdoutFailure } from './output.js';
 import { directoryString, rawArguments } from './argv.js';
@@ -146,26 +145,29 @@ async function leadingOptions(
 
 /** `-C <p>`: git's chdir(), with its errno in the message (ENOTDIR for a file or a path through one, ENOENT, EACCES…). */
 function changeDirectory(from: string | undefined, p: string, io: Io): string {
+  const fail = (errno: string): GitError =>
+    new GitError('io', `cannot change to '${p}': ${strerror(errno)}`, {
+      errno,
+      syscall: 'chdir',
+      path: p,
+    });
   let base = from;
   if (base === undefined && !isAbsolute(p)) {
     try {
       base = io.cwd;
     } catch {
-      // chdir() relative to a directory that is gone: nothing is found there
-      throw new GitError('io', `cannot change to '${p}': ${strerror('ENOENT')}`);
+      throw fail('ENOENT'); // chdir() relative to a directory that is gone: nothing is found there
     }
   }
   const next = resolve(base ?? '/', p);
-  let why: string | undefined;
   try {
-    if (!statSync(fsPath(next)).isDirectory()) why = strerror('ENOTDIR');
+    if (!statSync(fsPath(next)).isDirectory()) throw fail('ENOTDIR');
     // A name that is not UTF-8: a string that reaches the directory all the same.
-    else if (hasEscapedBytes(next)) return directoryString(encodeEscaped(next));
+    if (hasEscapedBytes(next)) return directoryString(encodeEscaped(next));
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code ?? 'ENOENT';
-    why = strerror(code) ?? code;
+    if (e instanceof GitError) throw e;
+    throw fail((e as NodeJS.ErrnoException).code ?? 'ENOENT');
   }
-  if (why !== undefined) throw new GitError('io', `cannot change to '${p}': ${why}`);
   return next;
 }
 

@@ -1,6 +1,6 @@
 import { fstatSync, writeSync } from 'node:fs';
 import { isatty } from 'node:tty';
-import { strerror } from './strerror.js';
+import { strerror } from '../errors.js';
 import { encodeEscaped } from '../commands/arg-bytes.js';
 
 /**
@@ -15,14 +15,19 @@ let failure: NodeJS.ErrnoException | undefined;
 
 /** A write to stdout failed: what git's `die_errno` prints, by the name the caller gives stdout. */
 export class WriteFailure extends Error {
+  /** strerror of the failed write. */
+  readonly why: string;
+
   constructor(override readonly cause: NodeJS.ErrnoException) {
-    super(`write failure on standard output: ${strerror(cause.code ?? '') ?? cause.message}`);
+    const why = strerror(cause.code ?? 'EIO');
+    super(`write failure on standard output: ${why}`);
     this.name = 'WriteFailure';
+    this.why = why;
   }
 
   /** git hash-object's name for it (`maybe_flush_or_die(stdout, "hash to stdout")`). */
   named(desc: string): string {
-    return this.message.replace('standard output', `'${desc}'`);
+    return `write failure on '${desc}': ${this.why}`;
   }
 }
 

@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { GitError } from '../errors.js';
+import { GitError, codecDiagnostic } from '../errors.js';
 import type { ZstdCodec } from './zstd.js';
 
 /*
@@ -105,7 +105,7 @@ export function napiCodec(b: Binding, dicts: Uint8Array[]): ZstdCodec {
       try {
         n = dctx(dict).decompress(room, frame);
       } catch (e) {
-        throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
+        throw new GitError('bad-object', `zstd: ${codecDiagnostic(e)}`, { cause: e });
       }
       if (n !== size)
         throw new GitError(
@@ -129,7 +129,7 @@ export function napiCodec(b: Binding, dicts: Uint8Array[]): ZstdCodec {
             try {
               r = d.decompressStream(out, input.subarray(at));
             } catch (e) {
-              throw new GitError('bad-object', `zstd: ${(e as Error).message}`);
+              throw new GitError('bad-object', `zstd: ${codecDiagnostic(e)}`, { cause: e });
             }
             left = r[0];
             at += r[2];

@@ -294,7 +294,7 @@ export function newPackBitmap(
     if (!(e instanceof GitError)) throw e;
     return {
       kind: 'midx',
-      warning: `${from.base}.bitmap is not carried over (${e.message}); git writes a multi-pack-index bitmap instead`,
+      warning: `${from.base}.bitmap is not carried over (${e.detail}${e.offset === undefined ? '' : ` at offset ${e.offset}`}); git writes a multi-pack-index bitmap instead`,
     };
   } finally {
     dst.close();

@@ -1,6 +1,6 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, errorDetail } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { listLoose, loosePath } from '../store/loose.js';
 import { removeOnSignal } from '../cleanup.js';
@@ -105,7 +105,12 @@ async function verifySources(
       for (const pr of r.problems.slice(0, 5))
         lines.push(`${pr.file}: ${pr.message} at offset ${pr.offset}`);
     } catch (e) {
-      lines.push(`${p.packPath}: ${(e as Error).message}`);
+      // one of ours names its file already; anything else gets the pack's name
+      lines.push(
+        e instanceof GitError && e.file !== undefined
+          ? e.message
+          : `${p.packPath}: ${errorDetail(e)}`,
+      );
     }
     if (lines.length >= 10) break;
   }

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemCallText, systemWhere } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { acquireRepackLock, type RepoLock } from '../store/lock.js';
 import { recoverJournal } from '../store/journal.js';
@@ -407,10 +407,8 @@ class RepackRun {
     const why = vanished
       ? ' (it vanished while we were reading it: is another git gc or git repack running?)'
       : '';
-    return new GitError('io', `${this.where.step}: ${e.message}${why}; ${this.where.state}`, {
-      file: e.path,
-      cause: e,
-    });
+    const what = `${this.where.step}: ${systemCallText(e)}${why}; ${this.where.state}`;
+    return new GitError('io', what, { file: e.path, ...systemWhere(e) });
   }
 
   /**
@@ -431,13 +429,7 @@ class RepackRun {
 function lockStays(e: unknown, lock: string): unknown {
   if (!(e instanceof GitError)) return e;
   const why = `${lock} is left in place: the next git repack-ts takes it over and finishes this run (until then git maintenance skips this repository).`;
-  return new GitError(e.code, `${e.message}\n${why}`, {
-    file: e.file,
-    offset: e.offset,
-    objectId: e.objectId,
-    detail: e.detail,
-    cause: e.cause,
-  });
+  return e.withAdvice(why);
 }
 
 /**

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 
 /**
  * `git repack-ts maintenance start|stop`: runs `git repack-ts --auto --quiet` every hour in every
@@ -237,7 +237,7 @@ function unlinkQuiet(f: string): void {
     unlinkSync(f);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT')
-      throw new GitError('io', `failed to delete '${f}': ${(e as Error).message}`, { file: f });
+      throw systemError('io', 'failed to delete', e, f);
   }
 }
 

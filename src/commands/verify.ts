@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { GitError } from '../errors.js';
+import { GitError, codecDiagnostic } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { OBJECT_HEADER_ROOM, objectHeader, putObjectHeader } from '../hash/algo.js';
 import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
@@ -450,7 +450,7 @@ class BaseFirstResolver {
       this.problem({
         file: this.pack.packPath,
         offset: this.pack.idx.offsets[c]!,
-        message: (e as Error).message,
+        message: codecDiagnostic(e),
       });
       return undefined;
     }

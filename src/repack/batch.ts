@@ -3,7 +3,7 @@ import { crc32, inflateSync } from 'node:zlib';
 import { inflateExact } from '../codec/inflate.js';
 import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
-import { GitError, corrupt } from '../errors.js';
+import { GitError, corrupt, errorDetail } from '../errors.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { sameEncoding } from './encoding.js';
 
@@ -211,7 +211,7 @@ export function runBatch(job: BatchJob): BatchResult {
       }
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
-      return failAt(job.files[file] ?? '', start + done, err.message, err.code ?? 'io');
+      return failAt(job.files[file] ?? '', start + done, errorDetail(e), err.code ?? 'io');
     }
   }
   const outStart = new Uint32Array(job.n);
@@ -314,13 +314,7 @@ export function runBatch(job: BatchJob): BatchResult {
         }
       }
     } catch (e) {
-      const err = e as { message?: string; code?: string };
-      return fail(
-        job,
-        i,
-        e instanceof GitError ? e.detail : (err.message ?? String(e)),
-        err.code ?? 'bad-object',
-      );
+      return fail(job, i, errorDetail(e), (e as { code?: string }).code ?? 'bad-object');
     }
   }
   if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);

@@ -470,8 +470,7 @@ class PartitionRewrite {
         throw (
           plan.input.packs
             .find((p) => p.packPath === e.file)
-            ?.corruptObject(e.offset, `${e.message} at offset ${e.offset}`, code) ??
-          corrupt(code, e.file, e.offset, e.message)
+            ?.corruptObject(e.offset, e.message, code) ?? corrupt(code, e.file, e.offset, e.message)
         );
       }
       await this.writeBatch(output.sink, b, r);

@@ -4,7 +4,7 @@ import type { Hash } from 'node:crypto';
 import { Transform, Writable } from 'node:stream';
 import { constants, createDeflate, createInflate, crc32 } from 'node:zlib';
 import { Inflater } from '../codec/inflate.js';
-import { GitError, corrupt } from '../errors.js';
+import { GitError, codecDiagnostic, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { objectHeaderBytes } from '../hash/hash-object.js';
 import { NO_DICT, kindOf } from '../codec/dict.js';
@@ -87,8 +87,7 @@ export function copyStreaming(
   if (crc !== pack.idx.crc(j)) {
     const what = 'entry does not match its CRC32 in the index';
     throw (
-      pack.corruptObject(off, `${what} at offset ${off}`, 'bad-pack') ??
-      corrupt('bad-pack', pack.packPath, off, what)
+      pack.corruptObject(off, what, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what)
     );
   }
 }
@@ -172,9 +171,10 @@ export async function reencodeStreaming(
   const bad = (
     what: string,
     code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
+    cause?: unknown,
   ): GitError =>
-    pack.corruptObject(off, `${what} at offset ${off}`, code) ??
-    corrupt(code, pack.packPath, off, what);
+    pack.corruptObject(off, what, code, undefined, cause) ??
+    corrupt(code, pack.packPath, off, what, undefined, cause);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
   const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> =>
     sourceObject(e, type, false, size, zstd, bad, put, tap, false);
@@ -236,9 +236,10 @@ export async function zstdStreaming(
   const bad = (
     what: string,
     code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
+    cause?: unknown,
   ): GitError =>
-    pack.corruptObject(off, `${what} at offset ${off}`, code) ??
-    corrupt(code, pack.packPath, off, what);
+    pack.corruptObject(off, what, code, undefined, cause) ??
+    corrupt(code, pack.packPath, off, what, undefined, cause);
   const dataHash = (): Hash =>
     delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size));
   // Each piece is done with before the next is read (zstd copies what it keeps): one buffer each
@@ -332,7 +333,7 @@ async function sourceObject(
   delta: boolean,
   size: number,
   zstd: () => ZstdCodec,
-  bad: (what: string, code?: 'bad-pack') => GitError,
+  bad: (what: string, code?: 'bad-pack', cause?: unknown) => GitError,
   put: (piece: Buffer) => Promise<void>,
   tap: Hash | undefined,
   reuse: boolean,
@@ -376,11 +377,11 @@ async function sourceObject(
     } else await inflatePieces(reads(), emit, end - off - srcHeader.length, size, !reuse);
   } catch (err) {
     if (err === ENOUGH) throw err;
-    if (err instanceof GitError && err.file === undefined) throw bad(err.message);
-    if (!(err instanceof GitError))
-      throw bad(
-        `corrupt object data (${pack.isZpack ? 'zstd' : 'zlib'}: ${(err as Error).message})`,
-      );
+    if (err instanceof GitError && err.file === undefined) throw bad(err.detail, undefined, err);
+    if (!(err instanceof GitError)) {
+      const codec = pack.isZpack ? 'zstd' : 'zlib';
+      throw bad(`corrupt object data (${codec}: ${codecDiagnostic(err)})`, undefined, err);
+    }
     throw err;
   }
   if (pack.idx.hasCrcs && crc !== pack.idx.crc(j))

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 import { GitConfig, addRecord, envBool, forEachRecord } from './config.js';
 import { within } from './setup-paths.js';
 
@@ -114,7 +114,7 @@ export function readConfigFromGit(source: ConfigSource, args: string[] = ['--lis
     encoding: 'buffer',
     maxBuffer: 1 << 28,
   });
-  if (r.error) throw new GitError('bad-config', `cannot run git config: ${r.error.message}`);
+  if (r.error) throw systemError('bad-config', 'cannot run git config', r.error);
   if (r.status !== 0) {
     const msg = r.stderr.toString().trim();
     // No configuration at all (e.g. a snapshot without a config file) is an empty one.

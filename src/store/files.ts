@@ -10,6 +10,8 @@ import {
 } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { constants as osConstants } from 'node:os';
+import { getSystemErrorMap } from 'node:util';
 import { forgetOnSignal, removeOnSignal } from '../cleanup.js';
 import { syncAndClose } from '../format/pack-writer.js';
 
@@ -35,12 +37,8 @@ interface FaultRule {
 let faultRules: FaultRule[] | undefined;
 let faultTrace: string | undefined;
 
-const ERRNO: Record<string, { errno: number; text: string }> = {
-  enospc: { errno: -28, text: 'no space left on device' },
-  eio: { errno: -5, text: 'i/o error' },
-  erofs: { errno: -30, text: 'read-only file system' },
-  eacces: { errno: -13, text: 'permission denied' },
-};
+/** The failures a fault point can inject, as the system call would report them. */
+const ERRNO = new Set(['enospc', 'eio', 'erofs', 'eacces']);
 
 export function armFaults(spec: string | undefined, trace: string | undefined): void {
   faultTrace = trace || undefined;
@@ -53,7 +51,7 @@ export function armFaults(spec: string | undefined, trace: string | undefined): 
     const bits = part.split(':');
     const last = bits[bits.length - 1]!;
     const action =
-      bits.length > 1 && (last === 'kill' || last === 'stop' || Object.hasOwn(ERRNO, last))
+      bits.length > 1 && (last === 'kill' || last === 'stop' || ERRNO.has(last))
         ? bits.pop()!
         : 'kill';
     const n = bits.length > 1 && /^\d+$/.test(bits[bits.length - 1]!) ? Number(bits.pop()) : 1;
@@ -76,21 +74,26 @@ export function fault(point: string, detail = ''): void {
     if (!r.match(point) || ++r.seen !== r.n) continue;
     if (r.action === 'kill') process.kill(process.pid, 'SIGKILL');
     else if (r.action === 'stop') process.kill(process.pid, 'SIGSTOP');
-    else {
-      const e = Object.hasOwn(ERRNO, r.action) ? ERRNO[r.action] : undefined;
-      if (e === undefined) continue;
-      const syscall = /^(write|fsync|rename|unlink|link|mkdir)/.exec(point)?.[1] ?? 'open';
-      const err = new Error(
-        `${r.action.toUpperCase()}: ${e.text}, ${syscall}${detail ? ` '${detail}'` : ''}`,
-      ) as NodeJS.ErrnoException;
-      err.code = r.action.toUpperCase();
-      err.errno = e.errno;
-      err.syscall = syscall;
-      if (detail) err.path = detail;
-      throw err;
-    }
+    else if (ERRNO.has(r.action)) throw systemCallError(r.action.toUpperCase(), point, detail);
   }
 }
+
+/**
+ * The error Node's fs would throw for `code` at this point: its fields (code, errno, syscall,
+ * path) are what is read; the text is Node's own (`uvException`'s shape), for a debugger only.
+ */
+function systemCallError(code: string, point: string, path: string): NodeJS.ErrnoException {
+  const syscall = SYSCALLS.find((s) => point.startsWith(s)) ?? 'open';
+  const errno = -(osConstants.errno as Record<string, number>)[code]!;
+  const text = getSystemErrorMap().get(errno)?.[1] ?? code;
+  const err: NodeJS.ErrnoException = new Error(
+    `${code}: ${text}, ${syscall}${path ? ` '${path}'` : ''}`,
+  );
+  Object.assign(err, { errno, code, syscall }, path ? { path } : {});
+  return err;
+}
+
+const SYSCALLS = ['write', 'fsync', 'rename', 'unlink', 'link', 'mkdir'];
 
 /** A progress callback whose every report is also a fault point (`progress:<phase>`), as the rewrite's. */
 export function withFaultPoints(

@@ -2,6 +2,7 @@ import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
 import { KilledBySignal } from '../cleanup.js';
+import { errnoText } from '../errors.js';
 
 /**
  * What git checks after the rewrite: `changed` (the default) reads back every entry whose bytes
@@ -113,7 +114,7 @@ function runChild(
     const errs = keep(kept.err);
     const parser = onProgress ? progressParser(onProgress, errs) : undefined;
     child.stderr.on('data', parser?.write ?? errs);
-    child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${e.message}` }));
+    child.on('error', (e) => resolve({ ok: false, output: `cannot run ${what}: ${errnoText(e)}` }));
     child.on('close', (code, signal) => {
       parser?.flush();
       if (signal !== null) reject(new KilledBySignal(what, signal));
@@ -229,7 +230,7 @@ export function indexPackStream(
   );
   const result = new Promise<{ ok: boolean; output: string }>((resolve, reject) => {
     child.on('error', (e) =>
-      resolve({ ok: false, output: `cannot run git index-pack: ${e.message}` }),
+      resolve({ ok: false, output: `cannot run git index-pack: ${errnoText(e)}` }),
     );
     child.on('close', (code, signal) => {
       if (signal !== null && !stopped) reject(new KilledBySignal('git index-pack', signal));

@@ -2,7 +2,7 @@ import { closeSync, linkSync, openSync, readdirSync, writeFileSync, writeSync } 
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 import { fault, pidAlive, renameInto, tmpPath, unlinkIfExists } from './files.js';
 import { journalNonce } from './journal.js';
 import { readSmallFile } from './regular.js';
@@ -134,7 +134,7 @@ function create(path: string, ctx: Ctx): boolean {
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw new GitError('io', `unable to create '${path}': ${(e as Error).message}`, { file: path });
+    throw systemError('io', 'unable to create', e, path);
   }
 }
 

@@ -10,7 +10,7 @@ import { basename, dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { constants, createInflate, inflateSync } from 'node:zlib';
-import { GitError, corrupt } from '../errors.js';
+import { GitError, codecDiagnostic, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { openRegular } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
@@ -113,7 +113,14 @@ function readLoose(file: string): LooseObject {
         0,
         `inflates to more than the ${h.size} bytes its header declares`,
       );
-    throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    throw corrupt(
+      'bad-object',
+      file,
+      0,
+      `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
+      undefined,
+      e,
+    );
   }
   if (all.length !== h.len + h.size)
     throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
@@ -130,7 +137,14 @@ function headerOf(comp: Buffer, file: string): { type: BaseType; size: number; l
     });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE')
-      throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+      throw corrupt(
+        'bad-object',
+        file,
+        0,
+        `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
+        undefined,
+        e,
+      );
     head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
   }
   return parseLooseHeader(head, file);
@@ -211,7 +225,14 @@ export async function pipeLooseData(
     const err =
       e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true
         ? e
-        : corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+        : corrupt(
+            'bad-object',
+            file,
+            0,
+            `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
+            undefined,
+            e,
+          );
     asLooseError(file, () => {
       throw err;
     });

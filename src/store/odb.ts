@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { GitError, corrupt } from '../errors.js';
+import { GitError, codecDiagnostic, corrupt } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
 import { StackArena } from '../delta/arena.js';
@@ -280,7 +280,7 @@ export class ObjectDatabase {
         const into = stack.length === 0 && transient ? this.resultBuf.room(dstSize) : undefined;
         data = applyDelta(base.data, delta, this.maxObjectSize, into);
       } catch (e) {
-        throw corrupt('bad-delta', d.p.packPath, d.e.offset, (e as Error).message);
+        throw corrupt('bad-delta', d.p.packPath, d.e.offset, codecDiagnostic(e), undefined, e);
       }
       base = { type: base.type, data };
       if (stack.length > 0) this.cache.set(d.key, base);

@@ -1,6 +1,6 @@
 import { realpathSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 
 /**
  * Where a file that git must never see may be written (the zstd export): the real path, links
@@ -42,10 +42,7 @@ export function outsideRepositories(given: string, objectDirs: string[]): string
   try {
     dir = realpathSync(dirname(abs));
   } catch (e) {
-    throw new GitError('usage', `cannot write ${given}: ${(e as Error).message}`, {
-      file: abs,
-      cause: e,
-    });
+    throw systemError('usage', 'cannot write', e, given, abs);
   }
   const own = new Set(objectDirs.map(real));
   for (let d = dir; ; d = dirname(d)) {

@@ -3,7 +3,7 @@ import { openRegular, readRegular } from './regular.js';
 import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
 import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
-import { GitError, corrupt, type ErrorCode } from '../errors.js';
+import { GitError, codecDiagnostic, corrupt, systemError, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
 import { releaseNow } from '../release.js';
@@ -181,9 +181,7 @@ export class Pack {
       idxBuf = readRegular(idxFile); // never blocks on a FIFO
     } catch (e) {
       if (e instanceof GitError) throw e;
-      throw new GitError('io', `cannot read ${idxPath}: ${(e as Error).message}`, {
-        file: idxPath,
-      });
+      throw systemError('io', 'cannot read', e, idxPath);
     }
     const idx = parseIdx(idxBuf, algo, idxPath);
     const fd = openRegular(packFile);
@@ -538,25 +536,23 @@ export class Pack {
   private namedCorruption(err: unknown, e: RawEntry): unknown {
     if (!(err instanceof GitError) || err.code !== 'bad-object') return err;
     return (
-      this.corruptObject(
-        e.offset,
-        err.offset === undefined ? err.detail : `${err.detail} at offset ${err.offset}`,
-        err.code,
-        typeName(e.hdr.type),
-      ) ?? err
+      // the entry's offset, as git verify-pack lists it (the data's own is in the cause)
+      this.corruptObject(e.offset, err.detail, err.code, typeName(e.hdr.type), err) ?? err
     );
   }
 
   /**
    * git's `packed object <id> (stored in <pack>) is corrupt` (packfile.c) for the entry at `offset`,
-   * with our detail and the entry's type (read from its header when not given); undefined when
-   * the index cannot say which object starts there.
+   * with our detail, the offset `at` (the entry's unless given) and the entry's type (read from its
+   * header when not given); undefined when the index cannot say which object starts there.
    */
   corruptObject(
     offset: number,
     detail: string,
     code: ErrorCode,
     type?: string,
+    cause?: unknown,
+    at = offset,
   ): GitError | undefined {
     let hex: string;
     try {
@@ -574,8 +570,8 @@ export class Pack {
     const what = type === undefined ? '' : ` (${type} entry)`;
     return new GitError(
       code,
-      `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail}${what}`,
-      { file: this.packPath, offset, objectId: hex, detail },
+      `packed object ${hex} (stored in ${this.packPath}) is corrupt: ${detail} at offset ${at}${what}`,
+      { file: this.packPath, offset: at, objectId: hex, detail, cause },
     );
   }
 
@@ -605,7 +601,7 @@ export class Pack {
     try {
       return this.zstdCodec().decompress(data, size, this.dictFor(realType, delta), into);
     } catch (e) {
-      throw corrupt('bad-object', this.packPath, offset, (e as Error).message);
+      throw corrupt('bad-object', this.packPath, offset, codecDiagnostic(e), undefined, e);
     }
   }
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 
 /**
  * `<hex> <refname>` lines: the repository's refs (`git for-each-ref`) and HEAD when it resolves
@@ -13,11 +13,8 @@ export function listRefs(gitDir: string, env: NodeJS.ProcessEnv): string {
     encoding: 'utf8',
     maxBuffer: 1 << 28,
   });
-  if (r.status !== 0)
-    throw new GitError(
-      'io',
-      `git for-each-ref failed: ${(r.stderr ?? r.error?.message ?? '').trim()}`,
-    );
+  if (r.error) throw systemError('io', 'cannot run git for-each-ref', r.error);
+  if (r.status !== 0) throw new GitError('io', `git for-each-ref failed: ${r.stderr.trim()}`);
   const head = spawnSync('git', ['rev-parse', '--verify', '-q', 'HEAD'], {
     env: withDir,
     encoding: 'utf8',
@@ -41,7 +38,7 @@ function gitAt(
     encoding: 'utf8',
     maxBuffer: 1 << 28,
   });
-  if (r.error) throw new GitError('io', `cannot run git ${args[0]}: ${r.error.message}`);
+  if (r.error) throw systemError('io', `cannot run git ${args[0]}`, r.error);
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -1,5 +1,5 @@
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 import { shownPath, type FsPath } from './fs-path.js';
 
 /**
@@ -53,7 +53,7 @@ export function openRegular(file: FsPath): number {
   try {
     fd = openSync(file, O_RDONLY | O_NONBLOCK);
   } catch (e) {
-    throw new GitError('io', `cannot open ${path}: ${(e as Error).message}`, { file: path });
+    throw systemError('io', 'cannot open', e, path);
   }
   let regular = false;
   try {

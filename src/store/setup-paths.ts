@@ -8,7 +8,7 @@ import {
   statSync,
 } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
-import { GitError } from '../errors.js';
+import { GitError, systemError } from '../errors.js';
 
 /**
  * The file-system questions setup.c asks, with paths kept as git keeps them: strings joined with
@@ -155,9 +155,7 @@ export function readGitFile(path: string, cwd: string, env: NodeJS.ProcessEnv): 
   try {
     buf = readFileSync(full);
   } catch (e) {
-    throw new GitError('not-a-repository', `error opening '${path}': ${(e as Error).message}`, {
-      file: full,
-    });
+    throw systemError('not-a-repository', 'error opening', e, path, full);
   }
   let text = buf.toString('latin1');
   if (!text.startsWith('gitdir: '))
@@ -184,6 +182,6 @@ export function deviceOf(dir: string): number {
   try {
     return statSync(dir).dev;
   } catch (e) {
-    throw new GitError('io', `failed to stat '${dir}': ${(e as Error).message}`, { file: dir });
+    throw systemError('io', 'failed to stat', e, dir);
   }
 }

@@ -11,6 +11,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { join } from 'node:path';
+import { errnoText } from '../errors.js';
 import { crc32, deflateSync } from 'node:zlib';
 import { DEFLATE_BLOCK, ParallelDeflate } from '../codec/parallel-deflate.js';
 import { IDX_MAGIC, encodeIdxV2 } from '../format/idx.js';
@@ -299,7 +300,7 @@ function createFailure(e: unknown, objectsDir: string): HashObjectError {
   return new HashObjectError(
     'io',
     'unable to write object',
-    [`unable to create temporary file: ${err.message}`],
+    [`unable to create temporary file: ${errnoText(e)}`],
     { cause: e },
   );
 }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { KilledBySignal, killOnSignal, pipeToChild } from '../../cleanup.js';
-import { GitError } from '../../errors.js';
+import { GitError, systemError } from '../../errors.js';
 import type { HashObjectOptions } from './hash-object.js';
 
 /**
@@ -89,7 +89,7 @@ export async function runHashObject(
     env,
     stdin: d.input === 'stdin' ? (o.stdinFd ?? 0) : d.input,
   });
-  if (r.error) throw new GitError('io', `cannot run git hash-object: ${r.error.message}`);
+  if (r.error) throw systemError('io', 'cannot run git hash-object', r.error);
   const stderr = r.stderr.toString('utf8');
   if (r.signal !== null) throw new KilledBySignal('git hash-object', r.signal);
   if (r.status !== 0) throw new DelegatedGitFailed(r.status ?? 128, stderr);
