@@ -1,4 +1,4 @@
-import { GitError, corrupt } from '../errors.js';
+import { corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { OidRefTable } from '../hash/oid-table.js';
 import { firstUnsortedId, idOffsetInFile } from '../format/idx.js';
