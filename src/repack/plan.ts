@@ -2,7 +2,7 @@ import { corrupt } from '../errors.js';
 import type { HashAlgo } from '../hash/algo.js';
 import { OidRefTable } from '../hash/oid-table.js';
 import { firstUnsortedId, idOffsetInFile } from '../format/idx.js';
-import { MAX_DELTA_DEPTH } from '../store/odb.js';
+import { MAX_DELTA_DEPTH } from '../store/chain.js';
 import type { Pack } from '../store/pack.js';
 import { BROKEN, EXTERNAL_PARENT, NO_PARENT, scanPack, type PackScan } from '../store/pack-scan.js';
 import { releaseNow } from '../release.js';
