@@ -11,7 +11,6 @@ import { Pack, type RawEntry } from './pack.js';
 import { listPacks } from './packdir.js';
 import { withExt, type FsPath } from './fs-path.js';
 
-
 export interface ObjectData {
   type: number;
   data: Buffer;
