@@ -1,12 +1,12 @@
 import { OBJ_BLOB } from '../format/object-type.js';
-import type { CachedObject } from '../delta/cache.js';
+import { DeltaBaseCache, type CachedObject } from '../delta/cache.js';
 
 /**
  * Delta base cache variants for the reader experiment (the seed delta-base-cache-lru.txt). Each
  * is capped in entries (the seed's MAX_DELTA_CACHE) and in bytes (core.deltaBaseCacheLimit):
  *
- * - `single-lru` — ours (src/delta/cache.ts): one LRU list whatever the type; both caps evict
- *   the oldest entry. Map insertion order is the list, so every operation is O(1).
+ * - `single-lru` — ours: the production cache itself (src/delta/cache.ts, given the entry cap),
+ *   one LRU list whatever the type; both caps evict the oldest entry.
  * - `two-lists` — blobs and other objects in separate LRU lists; both caps drop blobs first,
  *   then the others (the seed's middle experiment).
  * - `scan-blobs` — git before the seed's patch 5/7: one list, and over the byte cap the whole
@@ -41,7 +41,7 @@ abstract class Base {
   }
 }
 
-/** One LRU list in a Map (insertion order is the list): what `single-lru` and `scan-blobs` share. */
+/** One LRU list in a Map (insertion order is the list), as src/delta/cache.ts keeps it. */
 abstract class OneList extends Base {
   protected readonly map = new Map<number, CachedObject>();
   get(key: number): CachedObject | undefined {
@@ -72,15 +72,11 @@ abstract class OneList extends Base {
   }
 }
 
-class SingleLru extends OneList implements BaseCache {
+/** The production cache; its evictions are the steps it takes. */
+class SingleLru extends DeltaBaseCache implements BaseCache {
   readonly name = 'single-lru';
-  set(key: number, value: CachedObject): void {
-    if (!this.put(key, value) || !this.over()) return;
-    for (const [k, v] of this.map) {
-      if (!this.over()) break;
-      this.evictionSteps++;
-      this.drop(k, v);
-    }
+  get evictionSteps(): number {
+    return this.evictions;
   }
 }
 
@@ -155,7 +151,7 @@ class ScanBlobs extends OneList implements BaseCache {
 export function makeCache(variant: CacheVariant, maxEntries: number, maxBytes: number): BaseCache {
   switch (variant) {
     case 'single-lru':
-      return new SingleLru(maxEntries, maxBytes);
+      return new SingleLru(maxBytes, maxEntries);
     case 'two-lists':
       return new TwoLists(maxEntries, maxBytes);
     case 'scan-blobs':

@@ -11,11 +11,10 @@ import {
   type BitmapEntry,
 } from '../format/bitmap.js';
 import type { PackIndex } from '../format/idx.js';
-import { MAX_ENTRY_HEADER } from '../format/pack.js';
-import { isBaseType, isDelta, OBJ_COMMIT, OBJ_OFS_DELTA, typeName } from '../format/object-type.js';
-import { MAX_DELTA_DEPTH } from '../store/odb.js';
+import { isBaseType, OBJ_COMMIT, typeName } from '../format/object-type.js';
+import { walkToBase, type BaseLocator, type ChainVisitor } from '../store/chain.js';
 import { tmpPath, writeFileDurable } from '../store/files.js';
-import { Pack } from '../store/pack.js';
+import { Pack, type RawEntry } from '../store/pack.js';
 import { readRegular } from '../store/regular.js';
 import type { WrittenPartition } from './repack-check.js';
 
@@ -167,36 +166,43 @@ function newPackTypes(
  * Real types of entries of a pack, read from entry headers down each delta chain (git's
  * `packed_object_info` for the type), remembered along the way; only for the few entries asked.
  */
-class PackTypes {
-  private readonly known = new Map<number, number>();
+class PackTypes implements ChainVisitor, BaseLocator {
+  /** Real type by offset. */
+  private readonly types = new Map<number, number>();
+  /** The offsets of the deltas of the chain being walked. */
+  private readonly chain: number[] = [];
   constructor(readonly pack: Pack) {}
+
+  known(_: Pack, off: number): boolean {
+    return this.types.has(off);
+  }
+
+  delta(_: Pack, e: RawEntry): void {
+    this.chain.push(e.offset);
+  }
+
+  /** A REF_DELTA's base is looked for in this pack only. */
+  locate(): undefined {
+    return undefined;
+  }
 
   /** The type of the object at idx position `j`. */
   at(j: number): number {
-    const { pack } = this;
-    const chain: number[] = [];
-    let t = 0;
-    for (let k = j; t === 0;) {
-      const m = this.known.get(k);
-      if (m !== undefined) t = m;
-      else {
-        if (chain.length > MAX_DELTA_DEPTH)
-          throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, 'delta chain too deep');
-        chain.push(k);
-        const off = pack.idx.offsets[k]!;
-        const e = pack.entryAt(off, Math.min(pack.end(k), off + MAX_ENTRY_HEADER));
-        if (!isDelta(e.hdr.type)) t = e.hdr.type;
-        else
-          k =
-            e.hdr.type === OBJ_OFS_DELTA
-              ? pack.positionOf(off - e.hdr.baseDistance)
-              : pack.idx.find(e.raw, e.hdr.baseIdPos);
-        if (k < 0) throw corrupt('bad-pack', pack.packPath, off, 'delta base not in the pack');
-      }
-    }
+    const { pack, chain } = this;
+    chain.length = 0;
+    const end = walkToBase(this, pack, pack.idx.offsets[j]!, this, true);
+    if (end.kind === 'missing')
+      throw corrupt('bad-pack', pack.packPath, end.entry.offset, 'delta base not in the pack');
+    const t =
+      end.kind === 'known'
+        ? this.types.get(end.offset)!
+        : end.kind === 'base'
+          ? end.entry.hdr.type
+          : 0;
     if (!isBaseType(t))
       throw corrupt('bad-pack', pack.packPath, pack.idx.offsets[j]!, `entry of type ${t}`);
-    for (const k of chain) this.known.set(k, t);
+    if (end.kind === 'base') this.types.set(end.entry.offset, t);
+    for (const off of chain) this.types.set(off, t);
     return t;
   }
 }

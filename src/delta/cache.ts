@@ -28,8 +28,14 @@ export class DeltaBaseCache implements BaseCacheLike {
   private used = 0;
   hits = 0;
   misses = 0;
+  /** Entries dropped to stay under the caps. */
+  evictions = 0;
 
-  constructor(readonly limit: number = DEFAULT_DELTA_BASE_CACHE_LIMIT) {}
+  constructor(
+    readonly limit: number = DEFAULT_DELTA_BASE_CACHE_LIMIT,
+    /** A cap in entries as well (git's old MAX_DELTA_CACHE): none but in the reader benchmark. */
+    readonly maxEntries: number = Infinity,
+  ) {}
 
   get(key: number): CachedObject | undefined {
     const v = this.map.get(key);
@@ -53,14 +59,15 @@ export class DeltaBaseCache implements BaseCacheLike {
     }
     this.map.set(key, value);
     this.used += size;
-    if (this.used > this.limit) this.evict();
+    if (this.used > this.limit || this.map.size > this.maxEntries) this.evict();
   }
 
   private evict(): void {
     for (const [k, v] of this.map) {
-      if (this.used <= this.limit) break;
+      if (this.used <= this.limit && this.map.size <= this.maxEntries) break;
       this.map.delete(k);
       this.used -= v.data.length;
+      this.evictions++;
     }
   }
 

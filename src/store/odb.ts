@@ -1,19 +1,15 @@
 import { existsSync } from 'node:fs';
 import { GitError, codecDiagnostic, corrupt } from '../errors.js';
+import { HEADERS_ONLY, walkToBase, type ChainVisitor } from './chain.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { applyDelta, parseDeltaHeader } from '../delta/apply.js';
 import { StackArena } from '../delta/arena.js';
 import { DeltaBaseCache, type BaseCacheLike, type CachedObject } from '../delta/cache.js';
-import { OBJ_OFS_DELTA, OBJ_REF_DELTA, isBaseType } from '../format/object-type.js';
-import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { listLoose, loosePath, readLooseFile, readLooseHeader } from './loose.js';
 import { OidRefTable, OidTable } from '../hash/oid-table.js';
 import { Pack, type RawEntry } from './pack.js';
 import { listPacks } from './packdir.js';
 import { withExt, type FsPath } from './fs-path.js';
-
-/** git's pack.depth ceiling in pack-objects; a deeper chain (or a REF_DELTA cycle) is refused. */
-export const MAX_DELTA_DEPTH = 4095;
 
 export interface ObjectData {
   type: number;
@@ -131,29 +127,15 @@ export class ObjectDatabase {
     const start = this.locate(id, pos);
     if (start === undefined) return undefined;
     if ('loose' in start) return readLooseHeader(start.loose).type;
-    let pack = start.pack;
-    let off = pack.idx.offsets[start.index]!;
-    for (let depth = 0; depth <= MAX_DELTA_DEPTH; depth++) {
-      const { raw, hdr } = pack.entryAt(off, Math.min(pack.endOf(off), off + MAX_ENTRY_HEADER));
-      if (isBaseType(hdr.type)) return hdr.type;
-      if (hdr.type === OBJ_OFS_DELTA) {
-        off -= hdr.baseDistance;
-        continue;
-      }
-      // A REF_DELTA's base: in the same pack first, as `unpack_entry`.
-      const j = pack.idx.find(raw, hdr.baseIdPos);
-      const base = j >= 0 ? { pack, index: j } : this.locate(raw, hdr.baseIdPos);
-      if (base === undefined) return undefined;
-      if ('loose' in base) return readLooseHeader(base.loose).type;
-      pack = base.pack;
-      off = pack.idx.offsets[base.index]!;
-    }
-    throw corrupt(
-      'bad-delta',
-      pack.packPath,
-      off,
-      `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`,
+    const end = walkToBase(
+      this,
+      start.pack,
+      start.pack.idx.offsets[start.index]!,
+      HEADERS_ONLY,
+      true,
     );
+    if (end.kind === 'loose') return readLooseHeader(end.path).type;
+    return end.kind === 'base' ? end.entry.hdr.type : undefined;
   }
 
   read(id: Uint8Array, pos = 0): ObjectData {
@@ -179,7 +161,8 @@ export class ObjectDatabase {
   private readonly deltaBuf = new ReusedBuffer();
   private readonly resultBuf = new ReusedBuffer();
 
-  private key(pack: Pack, offset: number): number {
+  /** A pack entry's key in the delta base cache. */
+  key(pack: Pack, offset: number): number {
     return this.packIds.get(pack)! * 2 ** 40 + offset;
   }
 
@@ -189,83 +172,41 @@ export class ObjectDatabase {
    * `transient` as for `readAt`: the object itself (never a cached base) goes to reused memory.
    */
   readPacked(pack: Pack, offset: number, transient = false): ObjectData {
-    const mark = this.rawArena.top;
+    const mark = this.down.arena.top;
     try {
       return this.unpack(pack, offset, transient);
     } finally {
-      this.rawArena.release(mark);
+      this.down.arena.release(mark);
     }
   }
 
-  /** The deltas of the chain being resolved: a stack, freed when `readPacked` returns. */
-  private readonly rawArena = new StackArena(1 << 20);
+  /** The deltas of the chain being resolved and the cached base below them. */
+  private readonly down = new DeltaStack(this);
 
   private unpack(pack: Pack, offset: number, transient: boolean): ObjectData {
     // Deltas are decompressed on the way back up, once the base's type is known (a zstd pack
     // picks a delta's dictionary by the type at the bottom of its chain).
-    const stack: { key: number; e: RawEntry; p: Pack }[] = [];
-    let p = pack;
-    let off = offset;
+    const down = this.down;
+    const stack = down.frames;
+    stack.length = 0;
+    const end = walkToBase(this, pack, offset, down);
     let base: CachedObject;
-    for (;;) {
-      const key = this.key(p, off);
-      const hit = this.cache.get(key);
-      if (hit !== undefined) {
-        base = hit;
-        break;
-      }
-      // Read into the pack's scratch buffer; only a delta, kept on the stack, gets its own copy.
-      const seen = p.entryAt(off, p.endOf(off), false);
+    if (end.kind === 'known') base = down.hit!;
+    else if (end.kind === 'loose') base = readLooseFile(end.path);
+    else if (end.kind === 'missing') {
+      const { entry: e } = end;
+      throw corrupt(
+        'missing-object',
+        end.pack.packPath,
+        e.offset,
+        `delta base ${toHex(e.raw, e.hdr.baseIdPos, this.algo.len)} not found`,
+      );
+    } else {
       this.inflated++;
-      if (isBaseType(seen.hdr.type)) {
-        const last = stack.length === 0;
-        base = {
-          type: seen.hdr.type,
-          data: p.inflate(
-            seen,
-            0,
-            last && transient ? this.resultBuf.room(seen.hdr.size) : undefined,
-          ),
-        };
-        if (!last) this.cache.set(key, base);
-        break;
-      }
-      const raw = this.rawArena.alloc(seen.raw.length);
-      raw.set(seen.raw);
-      const e: RawEntry = { ...seen, raw };
-      if (stack.length >= MAX_DELTA_DEPTH) {
-        throw corrupt(
-          'bad-delta',
-          pack.packPath,
-          offset,
-          `delta chain deeper than ${MAX_DELTA_DEPTH} (or a REF_DELTA cycle)`,
-        );
-      }
-      stack.push({ key, e, p });
-      if (e.hdr.type === OBJ_OFS_DELTA) {
-        off -= e.hdr.baseDistance;
-      } else if (e.hdr.type === OBJ_REF_DELTA) {
-        const j = p.idx.find(e.raw, e.hdr.baseIdPos);
-        if (j >= 0) {
-          off = p.idx.offsets[j]!;
-        } else {
-          const where = this.locate(e.raw, e.hdr.baseIdPos);
-          if (where === undefined) {
-            throw corrupt(
-              'missing-object',
-              p.packPath,
-              off,
-              `delta base ${toHex(e.raw, e.hdr.baseIdPos, this.algo.len)} not found`,
-            );
-          }
-          if ('loose' in where) {
-            base = readLooseFile(where.loose);
-            break;
-          }
-          p = where.pack;
-          off = p.idx.offsets[where.index]!;
-        }
-      }
+      const last = stack.length === 0;
+      const room = last && transient ? this.resultBuf.room(end.entry.hdr.size) : undefined;
+      base = { type: end.entry.hdr.type, data: end.pack.inflate(end.entry, 0, room) };
+      if (!last) this.cache.set(down.key, base);
     }
     while (stack.length > 0) {
       const d = stack.pop()!;
@@ -286,6 +227,31 @@ export class ObjectDatabase {
       if (stack.length > 0) this.cache.set(d.key, base);
     }
     return base;
+  }
+}
+
+/** What `unpack` walks down through: each delta copied out of the pack's scratch, the cached base it stopped at. */
+class DeltaStack implements ChainVisitor {
+  readonly frames: { key: number; e: RawEntry; p: Pack }[] = [];
+  /** The deltas' bytes: a stack, freed when `readPacked` returns. */
+  readonly arena = new StackArena(1 << 20);
+  hit: CachedObject | undefined;
+  /** The key of the entry last asked about. */
+  key = 0;
+
+  constructor(private readonly odb: ObjectDatabase) {}
+
+  known(p: Pack, off: number): boolean {
+    this.key = this.odb.key(p, off);
+    this.hit = this.odb.cache.get(this.key);
+    return this.hit !== undefined;
+  }
+
+  delta(p: Pack, seen: RawEntry): void {
+    this.odb.inflated++;
+    const raw = this.arena.alloc(seen.raw.length);
+    raw.set(seen.raw);
+    this.frames.push({ key: this.key, e: { ...seen, raw }, p });
   }
 }
 

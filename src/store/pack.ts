@@ -1,23 +1,17 @@
-import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
-import { openRegular, readRegular } from './regular.js';
+import { closeSync, existsSync, readSync } from 'node:fs';
+import { idxRereader, openPackFiles, openZpackFile, type OpenedPack } from './pack-open.js';
 import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
 import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
-import { GitError, codecDiagnostic, corrupt, systemError, type ErrorCode } from '../errors.js';
+import { GitError, codecDiagnostic, corrupt, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { PackIndex, parseIdx } from '../format/idx.js';
+import type { PackIndex } from '../format/idx.js';
 import { releaseNow } from '../release.js';
-import {
-  MAX_ENTRY_HEADER,
-  PACK_HEADER_SIZE,
-  parseEntryHeader,
-  parsePackHeader,
-  type EntryHeader,
-} from '../format/pack.js';
-import { isZpack, parseZpackFooter, parseZpackHeader, type ZpackHeader } from '../format/zpack.js';
+import { MAX_ENTRY_HEADER, parseEntryHeader, type EntryHeader } from '../format/pack.js';
+import type { ZpackHeader } from '../format/zpack.js';
 import { isDelta, typeName } from '../format/object-type.js';
 import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
-import { requireZstd, unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
+import { unzstdPieces, zstdCodec, type ZstdCodec } from '../codec/zstd.js';
 import { packOrderFromOffsets } from '../format/rev.js';
 import { revFileOrder } from './rev-order.js';
 
@@ -38,6 +32,7 @@ export const SEQUENTIAL_CHUNK = 1 << 20;
  *  the bytes an entry spans (known from the sorted offsets), never whole into memory. */
 export class Pack {
   readonly name: string;
+  readonly algo: HashAlgo;
   readonly idx: PackIndex;
   readonly version: number;
   readonly count: number;
@@ -65,16 +60,9 @@ export class Pack {
   /** Dictionary index per kind (DICT_KINDS), -1 for none. */
   private dictOfKind: number[] = [];
 
-  private constructor(
-    files: { pack: FsPath; idx: FsPath },
-    readonly algo: HashAlgo,
-    fd: number,
-    size: number,
-    idx: PackIndex,
-    header: { version: number; count: number },
-    layout: { dataStart: number; dataEnd: number; zpack?: ZpackHeader },
-    revPath?: FsPath,
-  ) {
+  private constructor(parts: OpenedPack) {
+    const { files, fd, size, idx, header, layout, revPath } = parts;
+    this.algo = parts.algo;
     this.packPath = shownPath(files.pack);
     this.idxPath = shownPath(files.idx);
     this.name = basename(this.packPath).replace(/\.(pack|zpack)$/, '');
@@ -96,59 +84,14 @@ export class Pack {
       layout.zpack !== undefined
         ? layout.zpack.promisor
         : marker !== undefined && existsSync(marker);
+    const dicts = layout.zpack?.dicts ?? [];
+    if (layout.zpack !== undefined)
+      this.dictOfKind = DICT_KINDS.map((_, k) => dicts.findIndex((d) => d.kind === k));
   }
 
   /** Is this a zstd-framed pack (our format, never in objects/pack)? */
   get isZpack(): boolean {
     return this.zpack !== undefined;
-  }
-
-  /**
-   * Opens a zstd pack: header, dictionaries and refs at the front, the index at the offset the
-   * footer names. The index's pack checksum covers everything before it (checked by verify).
-   */
-  static openZpack(file: FsPath, fd: number, size: number): Pack {
-    const path = shownPath(file);
-    const readAt = (pos: number, len: number): Buffer => {
-      const b = Buffer.alloc(len);
-      let done = 0;
-      while (done < len) {
-        const n = readSync(fd, b, done, len - done, pos + done);
-        if (n === 0) throw corrupt('bad-pack', path, pos + done, 'unexpected end of file');
-        done += n;
-      }
-      return b;
-    };
-    const h = parseZpackHeader(readAt, size, path);
-    const len = h.algo.len;
-    if (size < h.dataStart + 8 + len) throw corrupt('bad-pack', path, size, 'zstd pack truncated');
-    const footerAt = size - len - 8;
-    const indexStart = parseZpackFooter(readAt(footerAt, 8));
-    if (indexStart < h.dataStart || indexStart > footerAt)
-      throw corrupt('bad-pack', path, footerAt, `index offset ${indexStart} out of range`);
-    const idx = parseIdx(
-      readAt(indexStart, footerAt - indexStart),
-      h.algo,
-      `${path} (index at offset ${indexStart})`,
-    );
-    if (idx.count !== h.count)
-      throw corrupt(
-        'bad-pack',
-        path,
-        8,
-        `header says ${h.count} objects but the index has ${idx.count}`,
-      );
-    const p = new Pack(
-      { pack: file, idx: file },
-      h.algo,
-      fd,
-      size,
-      idx,
-      { version: h.version, count: h.count },
-      { dataStart: h.dataStart, dataEnd: indexStart, zpack: h },
-    );
-    p.dictOfKind = DICT_KINDS.map((_, k) => h.dicts.findIndex((d) => d.kind === k));
-    return p;
   }
 
   /**
@@ -163,89 +106,13 @@ export class Pack {
     idxFile: FsPath = hasExt(packFile, '.pack') ? swapExt(packFile, '.pack', '.idx') : packFile,
     revPath?: FsPath,
   ): Pack {
-    const packPath = shownPath(packFile);
-    const idxPath = shownPath(idxFile);
-    if (!packPath.endsWith('.pack') || !existsSync(idxFile)) {
-      const z = Pack.tryZpack(packFile);
-      if (z !== undefined) {
-        if (z.algo.name !== algo.name) {
-          const name = z.algo.name;
-          z.close();
-          throw corrupt('bad-pack', packPath, 12, `zstd pack of ${name} objects, not ${algo.name}`);
-        }
-        return z;
-      }
-    }
-    let idxBuf: Buffer;
-    try {
-      idxBuf = readRegular(idxFile); // never blocks on a FIFO
-    } catch (e) {
-      if (e instanceof GitError) throw e;
-      throw systemError('io', 'cannot read', e, idxPath);
-    }
-    const idx = parseIdx(idxBuf, algo, idxPath);
-    const fd = openRegular(packFile);
-    try {
-      const size = fstatSync(fd).size;
-      const head = Buffer.alloc(PACK_HEADER_SIZE);
-      const got = readSync(fd, head, 0, PACK_HEADER_SIZE, 0);
-      if (got < PACK_HEADER_SIZE) throw corrupt('bad-pack', packPath, got, 'pack header truncated');
-      const header = parsePackHeader(head, packPath);
-      if (size < PACK_HEADER_SIZE + algo.len)
-        throw corrupt('bad-pack', packPath, size, 'pack file truncated');
-      if (header.count !== idx.count) {
-        throw corrupt(
-          'bad-pack',
-          packPath,
-          8,
-          `pack has ${header.count} objects but ${idxPath} has ${idx.count}`,
-        );
-      }
-      const trailer = Buffer.alloc(algo.len);
-      readSync(fd, trailer, 0, algo.len, size - algo.len);
-      if (!trailer.equals(idx.packChecksum)) {
-        throw corrupt(
-          'bad-pack',
-          packPath,
-          size - algo.len,
-          `pack trailer does not match the checksum recorded in ${idxPath}`,
-        );
-      }
-      return new Pack(
-        { pack: packFile, idx: idxFile },
-        algo,
-        fd,
-        size,
-        idx,
-        header,
-        { dataStart: PACK_HEADER_SIZE, dataEnd: size - algo.len },
-        revPath,
-      );
-    } catch (e) {
-      closeSync(fd);
-      throw e;
-    }
+    return new Pack(openPackFiles(packFile, algo, idxFile, revPath));
   }
 
   /** The zstd pack at `path`, or undefined when the file does not start with its signature. */
   static tryZpack(path: FsPath): Pack | undefined {
-    const fd = openRegular(path);
-    try {
-      const head = Buffer.alloc(4);
-      const got = readSync(fd, head, 0, 4, 0);
-      // Not "index file too small" (the issue-34 report): a name of neither git file is ours.
-      if (got === 0 && !hasExt(path, '.pack') && !hasExt(path, '.idx'))
-        throw corrupt('bad-pack', shownPath(path), 0, 'empty file, not a zstd pack');
-      if (!isZpack(head)) {
-        closeSync(fd);
-        return undefined;
-      }
-      requireZstd(shownPath(path)); // without zstd nothing in it can be read: one error, not one per entry
-      return Pack.openZpack(path, fd, fstatSync(fd).size);
-    } catch (e) {
-      closeSync(fd);
-      throw e;
-    }
+    const parts = openZpackFile(path);
+    return parts === undefined ? undefined : new Pack(parts);
   }
 
   /** The open file, for positioned reads on other threads while this pack stays open. */
@@ -325,29 +192,7 @@ export class Pack {
    */
   releaseIds(): void {
     if (this.isZpack) return;
-    const file = this.idxPath;
-    const idxFile = this.files.idx;
-    this.idx.releaseIds((at, len) => {
-      const out = Buffer.allocUnsafe(len);
-      // A system error as it is: the repack names a file that vanished (another git gc?).
-      const fd = openSync(idxFile, 'r');
-      try {
-        for (let done = 0; done < len;) {
-          const n = readSync(fd, out, done, len - done, at + done);
-          if (n === 0)
-            throw corrupt(
-              'bad-idx',
-              file,
-              at + done,
-              'index file shorter than when it was first read',
-            );
-          done += n;
-        }
-      } finally {
-        closeSync(fd);
-      }
-      return out;
-    });
+    this.idx.releaseIds(idxRereader(this.files.idx, this.idxPath));
   }
 
   /** Idx position of the entry at `offset`, or -1 (an OFS_DELTA base is named by offset only), among the first
