@@ -28,7 +28,8 @@ import {
   ofsDistanceLength,
   parseEntryHeader,
 } from '../src/format/pack.js';
-import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
+import { storedZlib, storedZlibEquals } from '../src/codec/zlib.js';
+import { storedZlibLength } from '../src/format/zlib-stored.js';
 import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
 import { parseConfigInt, parseConfigList } from '../src/store/config.js';

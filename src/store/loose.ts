@@ -9,8 +9,8 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { constants, createInflate, inflateSync } from 'node:zlib';
 import { GitError, corrupt } from '../errors.js';
+import { inflateLoose, inflateLooseHead, inflateStream, looseStreamError } from '../codec/zlib.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { openRegular } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
@@ -62,8 +62,9 @@ export function unknownLooseType(file: string): string | undefined {
     try {
       const start = Buffer.allocUnsafe(512);
       const comp = start.subarray(0, readSync(fd, start, 0, 512, 0));
-      // 512 bytes of deflate inflate to at most ~530 KiB: no cap that a compressible object would hit.
-      head = inflateSync(comp, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 1 << 20 });
+      head = inflateLooseHead(comp, 4096, file);
+      // A type name longer than that: 512 bytes of deflate inflate to at most ~530 KiB.
+      if (head.length === 4096 && !head.includes(0)) head = inflateLooseHead(comp, 1 << 20, file);
     } finally {
       closeSync(fd);
     }
@@ -99,41 +100,19 @@ function asLooseError<T>(file: string, f: () => T): T {
 }
 
 function readLoose(file: string): LooseObject {
-  const comp = readFileSync(file);
+  return decodeLoose(readFileSync(file), file);
+}
+
+/** A loose object from its whole file `comp`: its header bounds the inflate (git's `unpack_loose_rest`). */
+function decodeLoose(comp: Buffer, file: string): LooseObject {
   const h = headerOf(comp, file);
-  let all: Buffer;
-  try {
-    all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
-  } catch (e) {
-    // More data than the header declares: Node's "Cannot create a Buffer larger than…" says nothing.
-    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
-      throw corrupt(
-        'bad-object',
-        file,
-        0,
-        `inflates to more than the ${h.size} bytes its header declares`,
-      );
-    throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
-  }
-  if (all.length !== h.len + h.size)
-    throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
-  return { type: h.type, data: all.subarray(h.len) };
+  return { type: h.type, data: inflateLoose(comp, h.len, h.size, file) };
 }
 
 /** A loose object's header: its type, size and length, from the first bytes of `comp` (the file, or its start). */
 function headerOf(comp: Buffer, file: string): { type: BaseType; size: number; len: number } {
-  let head: Buffer;
-  try {
-    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), {
-      finishFlush: constants.Z_SYNC_FLUSH,
-      maxOutputLength: 4096,
-    });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE')
-      throw corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
-    head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
-  }
-  return parseLooseHeader(head, file);
+  // 65 bytes hold any header parseLooseHeader accepts (its NUL within the first 64)
+  return parseLooseHeader(inflateLooseHead(comp.subarray(0, 512), 65, file), file);
 }
 
 export interface LooseHeader {
@@ -203,15 +182,12 @@ export async function pipeLooseData(
   try {
     await pipeline(
       createReadStream(file, { highWaterMark: 1 << 20 }),
-      createInflate({ chunkSize: 1 << 20 }),
+      inflateStream(1 << 20),
       data,
       ...stages,
     );
   } catch (e) {
-    const err =
-      e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true
-        ? e
-        : corrupt('bad-object', file, 0, `corrupt loose object (zlib: ${(e as Error).message})`);
+    const err = (e instanceof GitError ? undefined : looseStreamError(e, file)) ?? e;
     asLooseError(file, () => {
       throw err;
     });

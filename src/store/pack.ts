@@ -2,7 +2,7 @@ import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { openRegular, readRegular } from './regular.js';
 import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
-import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
+import { inflateExact, inflatePiecesExact } from '../codec/zlib.js';
 import { GitError, corrupt, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { PackIndex, parseIdx } from '../format/idx.js';
