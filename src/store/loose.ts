@@ -1,6 +1,7 @@
 import {
   closeSync,
   createReadStream,
+  fstatSync,
   openSync,
   readFileSync,
   readSync,
@@ -129,6 +130,30 @@ export function readLooseHeader(file: string): LooseHeader {
     try {
       const start = Buffer.allocUnsafe(512);
       return headerOf(start.subarray(0, readSync(fd, start, 0, 512, 0)), file);
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+/**
+ * A loose object whole when its file is at most `max` bytes, else its header alone (the caller
+ * streams the rest): one open, one fstat and one read of the file.
+ */
+export function readLooseOrHeader(
+  file: string,
+  max: number,
+): { object: LooseObject } | { header: LooseHeader } {
+  return asLooseError(file, () => {
+    const fd = openSync(file, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const comp = Buffer.allocUnsafe(Math.min(size, size > max ? 512 : size));
+      let got = 0;
+      for (let n = 1; got < comp.length && n > 0; got += n)
+        n = readSync(fd, comp, got, comp.length - got, got);
+      if (size > max) return { header: headerOf(comp.subarray(0, got), file) };
+      return { object: decodeLoose(comp.subarray(0, got), file) };
     } finally {
       closeSync(fd);
     }
