@@ -299,12 +299,16 @@ export function inflatePiecesExact(
   );
 }
 
+/** Where loose headers are inflated (the result of `inflateLooseHead` is a view of it). */
+const headRoom = Buffer.allocUnsafeSlow(4096);
+
 /**
  * The first bytes a loose object's stream `comp` (its file, or the file's start) inflates to, at
- * most `max` (git's `unpack_loose_header`): its header is in there.
+ * most `max` (git's `unpack_loose_header`): its header is in there. Up to 4096 bytes, a view
+ * of this thread's buffer, good until the next call.
  */
 export function inflateLooseHead(comp: Uint8Array, max: number, file: string): Buffer {
-  const out = Buffer.allocUnsafe(max);
+  const out = max <= headRoom.length ? headRoom.subarray(0, max) : Buffer.allocUnsafe(max);
   const r = threadInflater().inflate(comp, out, true);
   if (r.error !== undefined) throw corrupt('bad-object', file, 0, TEXTS.loose.zlib(r.error));
   return out.subarray(0, r.produced);

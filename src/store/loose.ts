@@ -52,28 +52,49 @@ function splitLooseHeader(
 }
 
 /**
+ * Loose files read whole by `unknownLooseType` (the selection's look at every header), kept for
+ * `readLooseOrHeader` (the rewrite's) to take instead of reading each file again: one read per
+ * file. Only files up to KEEP_FILE bytes, KEEP_BYTES in all; each is taken once. A loose object
+ * never changes under its name, and the rewrite hashes what it packs.
+ */
+const kept = new Map<string, Buffer>();
+let keptBytes = 0;
+const KEEP_FILE = 16 << 10;
+const KEEP_BYTES = 16 << 20;
+let keepRoom: Buffer | undefined;
+
+/**
  * The type a loose object's header names when it is none of git's four (written by `git
  * hash-object --literally -t <type>`): no pack can hold it. Undefined for the four, and for a
  * header that cannot be read (the reader that needs the object then says why).
  */
 export function unknownLooseType(file: string): string | undefined {
-  let head: Buffer;
   try {
     const fd = openRegular(file); // never blocks on a FIFO
     try {
-      const start = Buffer.allocUnsafe(512);
-      const comp = start.subarray(0, readSync(fd, start, 0, 512, 0));
-      head = inflateLooseHead(comp, 4096, file);
+      const room = (keepRoom ??= Buffer.allocUnsafeSlow(KEEP_FILE));
+      const got = readSync(fd, room, 0, KEEP_FILE, 0);
+      const comp = room.subarray(0, got);
+      let head = inflateLooseHead(comp.subarray(0, 512), 4096, file);
       // A type name longer than that: 512 bytes of deflate inflate to at most ~530 KiB.
-      if (head.length === 4096 && !head.includes(0)) head = inflateLooseHead(comp, 1 << 20, file);
+      if (head.length === 4096 && !head.includes(0))
+        head = inflateLooseHead(comp.subarray(0, 512), 1 << 20, file);
+      const h = splitLooseHeader(head, head.length);
+      if (h !== undefined && typeFromName(h.typeName) === undefined) return h.typeName;
+      // the whole file of an object to pack (a short read, and nothing after it), kept
+      if (h !== undefined && got < KEEP_FILE && keptBytes + got <= KEEP_BYTES) {
+        if (readSync(fd, room, got, 1, got) === 0) {
+          kept.set(file, Buffer.from(comp));
+          keptBytes += got;
+        }
+      }
     } finally {
       closeSync(fd);
     }
   } catch {
     return undefined;
   }
-  const h = splitLooseHeader(head, head.length);
-  return h !== undefined && typeFromName(h.typeName) === undefined ? h.typeName : undefined;
+  return undefined;
 }
 
 /**
@@ -145,6 +166,12 @@ export function readLooseOrHeader(
   max: number,
 ): { object: LooseObject } | { header: LooseHeader } {
   return asLooseError(file, () => {
+    const whole = kept.get(file);
+    if (whole !== undefined && whole.length <= max) {
+      kept.delete(file);
+      keptBytes -= whole.length;
+      return { object: decodeLoose(whole, file) };
+    }
     const fd = openSync(file, 'r');
     try {
       const size = fstatSync(fd).size;
