@@ -1,21 +1,10 @@
 import zlib from 'node:zlib';
 import { deflateBound } from '../format/zlib-stored.js';
-import { nativeEngine } from './zlib.js';
+import { nativeEngine, type NativeHandle } from './zlib.js';
 
 /** What the native engine of a Deflate stream does beyond an inflater's (src/node_zlib.cc). */
-interface DeflateHandle {
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inOff: number,
-    inLen: number,
-    out: Uint8Array,
-    outOff: number,
-    outLen: number,
-  ): void;
-  reset(): void;
+interface DeflateHandle extends NativeHandle {
   params(level: number, strategy: number): void;
-  onerror: (message: string, errno: number) => void;
 }
 
 const { Z_FINISH, Z_DEFAULT_STRATEGY } = zlib.constants;

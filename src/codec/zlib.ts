@@ -23,7 +23,7 @@ import { storedBlocksEqual, storedZlibLength, writeStoredBlocks } from '../forma
  * - the output filled up: the stream inflates to more than `size` bytes;
  * - otherwise zlib reached Z_STREAM_END: `produced` bytes came out of the first `consumed` bytes.
  */
-interface NativeHandle {
+export interface NativeHandle {
   writeSync(
     flush: number,
     input: Uint8Array,
@@ -34,7 +34,7 @@ interface NativeHandle {
     outLen: number,
   ): void;
   reset(): void;
-  onerror: (message: string, errno: number) => void;
+  onerror: (message: string, errno: number, code?: string) => void;
 }
 
 export interface InflateOutcome {
@@ -50,7 +50,7 @@ const { Z_FINISH, Z_NO_FLUSH, Z_SYNC_FLUSH } = zlib.constants;
  * two-number write state (avail_out, avail_in), as `processChunkSync` drives them; undefined
  * where this runtime has no such handle. zstd-node.ts drives zstd contexts through it too.
  */
-export function nativeEngine<H extends { writeSync: unknown }>(
+export function nativeEngine<H extends NativeHandle>(
   stream: object,
 ): { handle: H; state: Uint32Array } | undefined {
   const s = stream as { _handle?: H; _writeState?: unknown };

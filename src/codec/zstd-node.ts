@@ -1,7 +1,7 @@
 import zlib from 'node:zlib';
 import { GitError } from '../errors.js';
 import type { ZstdCodec } from './zstd.js';
-import { nativeEngine } from './zlib.js';
+import { nativeEngine, type NativeHandle } from './zlib.js';
 
 /*
  * zstd on node:zlib (Node 22.19+, 24.6+: zstd with dictionaries, nothing to build). Its
@@ -17,20 +17,9 @@ import { nativeEngine } from './zlib.js';
  * written magicless as they are.
  */
 
-/** What the native engine of a zlib stream is (src/node_zlib.cc, CompressionStream; see nativeEngine). */
-interface Handle {
-  reset(): void;
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inOff: number,
-    inLen: number,
-    out: Uint8Array,
-    outOff: number,
-    outLen: number,
-  ): void;
+/** The native engine of a zlib stream (src/node_zlib.cc, CompressionStream; see nativeEngine). */
+interface Handle extends NativeHandle {
   close(): void;
-  onerror: (message: string, errno: number, code?: string) => void;
 }
 type Make = (opts: { params?: Record<number, number>; dictionary?: Uint8Array }) => object;
 
