@@ -1,5 +1,4 @@
-import { constants } from 'node:zlib';
-import { deflateReused } from '../codec/deflate.js';
+import { constants, deflateSync } from 'node:zlib';
 import { storedZlib } from '../codec/zlib.js';
 import { FIXED_HUFFMAN } from './levels.js';
 
@@ -9,6 +8,9 @@ import { FIXED_HUFFMAN } from './levels.js';
  */
 export function deflateAt(data: Uint8Array, level: number): Buffer {
   if (level === 0) return storedZlib(data);
-  if (level === FIXED_HUFFMAN) return deflateReused(data, 6, constants.Z_FIXED);
-  return deflateReused(data, level);
+  // Room for the whole stream in one chunk (deflate can exceed its input by a few bytes per block).
+  const chunkSize = Math.max(64, data.length + (data.length >> 8) + 64);
+  if (level === FIXED_HUFFMAN)
+    return deflateSync(data, { level: 6, strategy: constants.Z_FIXED, chunkSize });
+  return deflateSync(data, { level, chunkSize });
 }
