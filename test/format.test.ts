@@ -28,7 +28,14 @@ import {
   ofsDistanceLength,
   parseEntryHeader,
 } from '../src/format/pack.js';
-import { storedZlib, storedZlibEquals, storedZlibLength } from '../src/format/zlib-stored.js';
+import {
+  adler32,
+  inflateExact,
+  inflatesTo,
+  storedZlib,
+  storedZlibEquals,
+} from '../src/codec/zlib.js';
+import { storedZlibLength } from '../src/format/zlib-stored.js';
 import { applyDelta } from '../src/delta/apply.js';
 import { DeltaBaseCache } from '../src/delta/cache.js';
 import { parseConfigInt, parseConfigList } from '../src/store/config.js';
@@ -435,6 +442,33 @@ describe('zlib level 0 written without zlib', () => {
         bad[bad.length - 5]! ^= 1;
         expect(storedZlibEquals(bad, d)).toBe(false);
       }
+    }
+  });
+});
+
+describe('zlib through one reused engine (codec/zlib.ts)', () => {
+  it("inflates what zlib wrote; Adler-32 is zlib's trailer; a stream one bit off is refused", () => {
+    const inputs = [
+      Buffer.alloc(0),
+      Buffer.from('tree 40\0'.repeat(300)),
+      crypto.randomBytes(70000),
+    ];
+    for (let i = 0; i < 40; i++) {
+      const r = crypto.randomBytes(1 + ((i * 997) % 9000));
+      inputs.push(Buffer.concat([r, r.subarray(0, r.length >> 1)]));
+    }
+    for (const d of inputs) {
+      const z = deflateSync(d, { level: 6 });
+      expect(inflateExact(z, d.length, 'f', 0).equals(d)).toBe(true);
+      expect(inflatesTo(z, d)).toBe(true);
+      expect(adler32(d)).toBe(z.readUInt32BE(z.length - 4));
+      const bad = Buffer.from(z);
+      bad[bad.length - 1]! ^= 1;
+      expect(inflatesTo(bad, d)).toBe(false);
+      expect(() => inflateExact(bad, d.length, 'f', 7)).toThrow(/incorrect data check/);
+      expect(() => inflateExact(z, d.length + 1, 'f', 7)).toThrow(
+        `inflated size ${d.length} does not match declared size ${d.length + 1}`,
+      );
     }
   });
 });

@@ -9,12 +9,16 @@ import { SHA1, SHA256 } from '../src/hash/algo.js';
 import { MAX_ENTRY_HEADER, encodeEntryHeader, encodeOfsDistance } from '../src/format/pack.js';
 import { OBJ_BLOB, OBJ_OFS_DELTA } from '../src/format/object-type.js';
 import type * as Writer from '../src/format/pack-writer.js';
+import type * as Threaded from '../src/format/pack-writer-threaded.js';
 import { armFaults, writeChunksSyncing } from '../src/store/files.js';
 // The threaded writer starts its thread from the built file next to it: use the build (typed
 // by its source, as dist carries no declarations).
-const { PackFileWriter, ThreadedPackWriter, syncAndClose } = (await import(
+const { PackFileWriter, syncAndClose } = (await import(
   '../dist/format/pack-writer.js' as string
 )) as typeof Writer;
+const { ThreadedPackWriter } = (await import(
+  '../dist/format/pack-writer-threaded.js' as string
+)) as typeof Threaded;
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-writer-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

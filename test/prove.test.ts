@@ -11,7 +11,7 @@ import { Pack } from '../src/store/pack.js';
 import { releaseNow } from '../src/release.js';
 import { COPY_CRC, REENCODE, runBatch } from '../src/repack/batch.js';
 import { crc32, deflateSync, inflateSync } from 'node:zlib';
-import { storedZlib } from '../src/format/zlib-stored.js';
+import { storedZlib } from '../src/codec/zlib.js';
 
 /**
  * The proof of a pack the writing thread read back holds the `.idx` and `.rev` on disk against

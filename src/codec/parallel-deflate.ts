@@ -1,12 +1,13 @@
 import { availableParallelism } from 'node:os';
 import { constants, deflateRaw } from 'node:zlib';
+import { Adler32 } from './zlib.js';
 
 /**
  * One zlib stream deflated on several threads, the way pigz does it: the input is cut into
  * blocks, each block is raw-deflated on the libuv thread pool with the previous 32 KiB as preset
  * dictionary and ends with a sync flush (an empty stored block, so the next block starts on a byte
  * boundary), the last one with Z_FINISH; the pieces are concatenated in order under one zlib header,
- * and the adler32 of the whole input, computed here on the main thread, closes the stream.
+ * and the Adler-32 of the whole input, computed here on the main thread, closes the stream.
  * The result is a valid RFC 1950 stream that any inflater reads as one; it is not byte-identical
  * to a single-threaded deflate at the same level (the blocks lose matches across boundaries
  * only beyond the 32 KiB window, and each boundary costs 5 bytes).
@@ -28,64 +29,6 @@ export function zlibHeader(level: number): Buffer {
   let h = (0x78 << 8) | (flevel << 6);
   h += 31 - (h % 31);
   return Buffer.from([h >> 8, h & 0xff]);
-}
-
-const ADLER_MOD = 65521;
-/** zlib's NMAX: the sums stay below 2^32 between reductions, which keeps V8 on integer arithmetic. */
-const ADLER_NMAX = 5552;
-
-/** adler32 (RFC 1950) of `buf`, continuing from `adler`; unrolled by 16 (measured ~15% faster). */
-export function adler32(buf: Uint8Array, adler = 1): number {
-  let a = adler & 0xffff;
-  let b = adler >>> 16;
-  const n = buf.length;
-  let i = 0;
-  while (i < n) {
-    const end = Math.min(i + ADLER_NMAX, n);
-    const end16 = i + ((end - i) & ~15);
-    while (i < end16) {
-      a += buf[i]!;
-      b += a;
-      a += buf[i + 1]!;
-      b += a;
-      a += buf[i + 2]!;
-      b += a;
-      a += buf[i + 3]!;
-      b += a;
-      a += buf[i + 4]!;
-      b += a;
-      a += buf[i + 5]!;
-      b += a;
-      a += buf[i + 6]!;
-      b += a;
-      a += buf[i + 7]!;
-      b += a;
-      a += buf[i + 8]!;
-      b += a;
-      a += buf[i + 9]!;
-      b += a;
-      a += buf[i + 10]!;
-      b += a;
-      a += buf[i + 11]!;
-      b += a;
-      a += buf[i + 12]!;
-      b += a;
-      a += buf[i + 13]!;
-      b += a;
-      a += buf[i + 14]!;
-      b += a;
-      a += buf[i + 15]!;
-      b += a;
-      i += 16;
-    }
-    while (i < end) {
-      a += buf[i++]!;
-      b += a;
-    }
-    a %= ADLER_MOD;
-    b %= ADLER_MOD;
-  }
-  return (b * 65536 + a) >>> 0;
 }
 
 /** The last 32 KiB of `prev` followed by `block`, copied (the block goes back to the pool). */
@@ -137,7 +80,7 @@ export class ParallelDeflate {
   private readonly mine = new WeakSet<ArrayBufferLike>();
   /** The last 32 KiB of input so far: the next block's preset dictionary. */
   private dict: Buffer | undefined;
-  private adler = 1;
+  private readonly adler = new Adler32();
   private ended = false;
   /** Compressed bytes emitted so far (header and trailer included). */
   outputBytes = 0;
@@ -181,19 +124,17 @@ export class ParallelDeflate {
     // Swallow here so a failing job that is not awaited yet is not reported as unhandled.
     tracked.catch(() => {});
     this.queue.push(tracked);
-    this.adler = adler32(block, this.adler);
+    this.adler.update(block);
     this.dict = lastWindow(this.dict, block);
     if (last) this.ended = true;
     while (this.queue.length > this.concurrency) this.emit(await this.queue.shift()!);
   }
 
-  /** Waits for every block and writes the adler32 trailer. */
+  /** Waits for every block and writes the Adler-32 trailer. */
   async end(): Promise<void> {
     if (!this.ended) throw new Error('ParallelDeflate: end before the last block');
     while (this.queue.length > 0) this.emit(await this.queue.shift()!);
-    const trailer = Buffer.allocUnsafe(4);
-    trailer.writeUInt32BE(this.adler, 0);
-    this.emit(trailer);
+    this.emit(this.adler.digest());
   }
 
   /** Stops waiting for queued blocks (their results are dropped). */

@@ -1,6 +1,7 @@
 import zlib from 'node:zlib';
 import { GitError } from '../errors.js';
 import type { ZstdCodec } from './zstd.js';
+import { nativeEngine, type NativeHandle } from './zlib.js';
 
 /*
  * zstd on node:zlib (Node 22.19+, 24.6+: zstd with dictionaries, nothing to build). Its
@@ -16,25 +17,11 @@ import type { ZstdCodec } from './zstd.js';
  * written magicless as they are.
  */
 
-/** What `stream._handle` of a zlib stream is (src/node_zlib.cc, CompressionStream). */
-interface Handle {
-  reset(): void;
-  writeSync(
-    flush: number,
-    input: Uint8Array,
-    inOff: number,
-    inLen: number,
-    out: Uint8Array,
-    outOff: number,
-    outLen: number,
-  ): void;
+/** The native engine of a zlib stream (src/node_zlib.cc, CompressionStream; see nativeEngine). */
+interface Handle extends NativeHandle {
   close(): void;
-  onerror: (message: string, errno: number, code?: string) => void;
 }
-type Make = (opts: { params?: Record<number, number>; dictionary?: Uint8Array }) => {
-  _handle?: Handle;
-  _writeState?: Uint32Array;
-};
+type Make = (opts: { params?: Record<number, number>; dictionary?: Uint8Array }) => object;
 
 /** ZSTD_c_* parameters and ZSTD_EndDirective values, as in zstd.h (node:zlib's constants). */
 const C_LEVEL = 100;
@@ -64,10 +51,9 @@ class Ctx {
   }
 
   static make(create: Make, opts: Parameters<Make>[0]): Ctx {
-    const s = create(opts);
-    if (typeof s._handle?.writeSync !== 'function' || !(s._writeState instanceof Uint32Array))
-      throw new Error('node:zlib has no zstd handle to drive');
-    return new Ctx(s._handle, s._writeState);
+    const e = nativeEngine<Handle>(create(opts));
+    if (e === undefined) throw new Error('node:zlib has no zstd handle to drive');
+    return new Ctx(e.handle, e.state);
   }
 
   /** ZSTD_compressStream2 or ZSTD_decompressStream once: [bytes produced into `out`, bytes of `input` taken]. */

@@ -6,7 +6,7 @@ import { outsideRepositories } from '../store/outside.js';
 import { GitError, corrupt } from '../errors.js';
 import { DICT_KINDS, kindOf, trainDictionary, typeOfKind } from '../codec/dict.js';
 import { zstdUnavailable } from '../codec/zstd.js';
-import { threadInflater } from '../codec/inflate.js';
+import { threadInflater } from '../codec/zlib.js';
 import { STREAM_CHUNK } from '../repack/streamed.js';
 import type { ZpackDict } from '../format/zpack.js';
 import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';

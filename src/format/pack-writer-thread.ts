@@ -2,7 +2,7 @@ import { fsync, readSync, writeSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { parentPort, workerData } from 'node:worker_threads';
 import { crc32 } from 'node:zlib';
-import { CTL, type WriterThreadData } from './pack-writer.js';
+import { CTL, type WriterThreadData } from './pack-writer-threaded.js';
 import { MAX_ENTRY_HEADER, parseEntryHeader } from './pack.js';
 
 /**

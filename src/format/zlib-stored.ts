@@ -1,6 +1,9 @@
 /**
- * zlib streams at level 0: stored deflate blocks, written directly (no zlib call) the way zlib
- * itself writes them at Z_NO_COMPRESSION: header 78 01, blocks of at most 65535 bytes, Adler-32.
+ * What is known of zlib streams without running zlib: the length of a level-0 stream (stored
+ * deflate blocks, as zlib writes them at Z_NO_COMPRESSION: header 78 01, blocks of at most 65535
+ * bytes, Adler-32), what the first block of a stream says of the level that wrote it, zlib's
+ * bound. The level-0 streams themselves are written and read back in codec/zlib.ts, beside the
+ * one Adler-32.
  */
 const MAX_STORED = 65535;
 
@@ -44,34 +47,15 @@ export function deflateBound(n: number): number {
   return n + Math.floor(n / 4096) + Math.floor(n / 16384) + Math.floor(n / 33554432) + 13;
 }
 
-export function adler32(data: Uint8Array): number {
-  let a = 1;
-  let b = 0;
-  const len = data.length;
-  let i = 0;
-  while (i < len) {
-    // 5552 is the largest n such that 255n(n+1)/2 + (n+1)(65520) < 2^32 (zlib's NMAX).
-    const end = Math.min(i + 5552, len);
-    for (; i < end; i++) {
-      a += data[i]!;
-      b += a;
-    }
-    a %= 65521;
-    b %= 65521;
-  }
-  return ((b << 16) | a) >>> 0;
-}
-
 /**
- * Writes `data` as a level-0 zlib stream into `out` at `pos`; returns the bytes written. `adler`
- * is the Adler-32 of `data` when the caller already has it (the trailer of a zlib stream that
- * zlib has just inflated to `data`, and checked).
+ * Writes `data` as a level-0 zlib stream into `out` at `pos` with `adler`, its Adler-32, as
+ * trailer; returns the bytes written (codec/zlib.ts's `writeStoredZlib` computes the checksum).
  */
-export function writeStoredZlib(
+export function writeStoredBlocks(
   data: Uint8Array,
   out: Uint8Array,
   pos: number,
-  adler?: number,
+  adler: number,
 ): number {
   let p = pos;
   out[p++] = 0x78;
@@ -90,18 +74,11 @@ export function writeStoredZlib(
     p += len;
     i += len;
   } while (i < n);
-  const ad = adler ?? adler32(data);
-  out[p++] = ad >>> 24;
-  out[p++] = (ad >>> 16) & 0xff;
-  out[p++] = (ad >>> 8) & 0xff;
-  out[p++] = ad & 0xff;
+  out[p++] = adler >>> 24;
+  out[p++] = (adler >>> 16) & 0xff;
+  out[p++] = (adler >>> 8) & 0xff;
+  out[p++] = adler & 0xff;
   return p - pos;
-}
-
-export function storedZlib(data: Uint8Array): Buffer {
-  const out = Buffer.allocUnsafe(storedZlibLength(data.length));
-  writeStoredZlib(data, out, 0);
-  return out;
 }
 
 /** Buffer's compare of two ranges, for any Uint8Array as `this` (no view of either range). */
@@ -118,9 +95,13 @@ const compareRanges = Buffer.prototype.compare as (
  * Inflates a stream made only of stored blocks and compares it with `plain` without zlib: the
  * block framing (LEN/NLEN), the content and the Adler-32 must all agree. Returns false for any
  * stream that is not exactly `plain` in stored blocks (the caller then falls back to zlib).
- * `adler`, when given, is the Adler-32 of `plain` as zlib checked it.
+ * `adler` is the Adler-32 of `plain`, or a function that computes it (called only when all else agrees).
  */
-export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: number): boolean {
+export function storedBlocksEqual(
+  stream: Uint8Array,
+  plain: Uint8Array,
+  adler: number | (() => number),
+): boolean {
   if (
     stream.length < 7 ||
     stream[0] !== 0x78 ||
@@ -148,5 +129,5 @@ export function storedZlibEquals(stream: Uint8Array, plain: Uint8Array, adler?: 
   if (i !== plain.length || p + 4 !== stream.length) return false;
   const ad =
     ((stream[p]! << 24) | (stream[p + 1]! << 16) | (stream[p + 2]! << 8) | stream[p + 3]!) >>> 0;
-  return ad === (adler ?? adler32(plain));
+  return ad === (typeof adler === 'number' ? adler : adler());
 }

@@ -1,7 +1,7 @@
 import { readSync } from 'node:fs';
-import { crc32, inflateSync } from 'node:zlib';
-import { inflateExact } from '../codec/inflate.js';
-import { storedZlibEquals, storedZlibLength, writeStoredZlib } from '../format/zlib-stored.js';
+import { crc32 } from 'node:zlib';
+import { inflateExact, inflatesTo, storedZlibEquals, writeStoredZlib } from '../codec/zlib.js';
+import { storedZlibLength } from '../format/zlib-stored.js';
 import { deflateAt } from './deflate.js';
 import { GitError, corrupt, errorDetail } from '../errors.js';
 import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
@@ -189,8 +189,63 @@ export interface BatchResult {
   error?: { file: string; offset: number; message: string; code: string };
 }
 
+/** A batch's output as it is written: level-0 streams straight into `out`, others collected. */
+interface BatchOut {
+  out: Buffer;
+  storedAt: number;
+  others: { i: number; data: Buffer }[];
+  outStart: Uint32Array;
+  outLen: Uint32Array;
+  kept: Uint8Array;
+}
+
+/** Checks, re-encodes and proves each entry of a job (see BatchJob); the first failure is the result. */
 export function runBatch(job: BatchJob): BatchResult {
   const src = Buffer.from(job.buf);
+  const failed = readSpans(job, src);
+  if (failed !== undefined) return failed;
+  const sizes = new Float64Array(job.n);
+  // Level-0 entries are written straight into the result, which grows as needed once each
+  // entry's inflate has proved its size (a declared size is never trusted for an allocation);
+  // other levels are collected and appended after them.
+  const o: BatchOut = {
+    out: Buffer.from(job.spare ?? new ArrayBuffer(1 << 20)),
+    storedAt: 0,
+    others: [],
+    outStart: new Uint32Array(job.n),
+    outLen: new Uint32Array(job.n),
+    kept: new Uint8Array(job.n),
+  };
+  for (let i = 0; i < job.n; i++) {
+    const mode = job.mode[i]!;
+    if (mode === 0 || mode === SKIP) continue; // the main thread writes these itself (loose, whole) or counts them
+    const rs = job.rawStart[i]!;
+    const hl = job.headerLen[i]!;
+    const raw = src.subarray(rs, rs + job.rawLen[i]!);
+    try {
+      const size = entrySize(src, rs, rs + hl);
+      if (size < 0)
+        return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
+      sizes[i] = size;
+      if (mode === COPY_STREAM || mode === REENCODE_STREAM) continue;
+      const why =
+        mode === REENCODE
+          ? job.zstdOut
+            ? reencodeZstd(job, i, size, raw, o)
+            : reencodeZlib(job, i, size, raw, o)
+          : checkReused(job, i, size, raw, mode);
+      if (why !== undefined) return fail(job, i, why[0], why[1]);
+    } catch (e) {
+      return fail(job, i, errorDetail(e), (e as { code?: string }).code ?? 'bad-object');
+    }
+  }
+  if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);
+  const { outStart, outLen, kept } = o;
+  return { buf: job.buf, out: appendOthers(o), outStart, outLen, size: sizes, kept };
+}
+
+/** Reads a job's spans of source bytes into `src`; a failure's result, or undefined. */
+function readSpans(job: BatchJob, src: Buffer): BatchResult | undefined {
   for (let k = 0; k + 3 < job.spans.length; k += 4) {
     const file = job.spans[k]!;
     const start = job.spans[k + 1]!;
@@ -214,125 +269,101 @@ export function runBatch(job: BatchJob): BatchResult {
       return failAt(job.files[file] ?? '', start + done, errorDetail(e), err.code ?? 'io');
     }
   }
-  const outStart = new Uint32Array(job.n);
-  const outLen = new Uint32Array(job.n);
-  const sizes = new Float64Array(job.n);
-  const kept = new Uint8Array(job.n);
-  // Level-0 entries are written straight into the result, which grows as needed once each
-  // entry's inflate has proved its size (a declared size is never trusted for an allocation);
-  // other levels are collected and appended after them.
-  let out = Buffer.from(job.spare ?? new ArrayBuffer(1 << 20));
-  let storedAt = 0;
-  const others: { i: number; data: Buffer }[] = [];
-  for (let i = 0; i < job.n; i++) {
-    const mode = job.mode[i]!;
-    if (mode === 0 || mode === SKIP) continue; // the main thread writes these itself (loose, whole) or counts them
-    const rs = job.rawStart[i]!;
-    const hl = job.headerLen[i]!;
-    const raw = src.subarray(rs, rs + job.rawLen[i]!);
-    const data = raw.subarray(hl);
-    try {
-      const size = entrySize(src, rs, rs + hl);
-      if (size < 0)
-        return fail(job, i, 'entry header changed since the pack was scanned', 'bad-pack');
-      sizes[i] = size;
-      if (mode === COPY_STREAM || mode === REENCODE_STREAM) continue;
-      if (mode === COPY_CRC) {
-        // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
-        if (crc32(raw) !== job.crc[i]) {
-          return fail(job, i, 'entry does not match its CRC32 in the index', 'bad-pack');
-        }
-      } else if (mode === COPY_INFLATE) {
-        // An idx v1 has no CRC32: zlib's own Adler-32 check stands in for it.
-        inflateExact(data, size, fileOf(job, i), job.offset[i]! + job.headerLen[i]!);
-      } else if (mode === REENCODE && job.zstdOut) {
-        const plain = plainOf(job, i, size, raw, data);
-        if (zstdOut === undefined)
-          throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
-        const dict = job.dstDict![i]!;
-        // Level 0: stored plain (no frame), as the reader tells plain data by its length.
-        let frame = job.level[i] === 0 ? plain : zstdOut.compress(plain, job.level[i]!, dict);
-        // Plain when zstd does not make it smaller: the reader tells them apart by length.
-        if (frame.length >= plain.length) frame = plain;
-        else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain))
-          return fail(
-            job,
-            i,
-            'entry re-encoded does not decompress to the same bytes',
-            'verify-failed',
-          );
-        others.push({ i, data: Buffer.from(frame) });
-      } else if (mode === REENCODE) {
-        const level = job.level[i]!;
-        // Level 0 inflates into this thread's scratch buffer: the bytes are copied into the
-        // result right away.
-        if (level === 0 && size + 1 > scratch.length)
-          scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, scratch.length * 2));
-        const plain = plainOf(job, i, size, raw, data, level === 0 ? scratch : undefined);
-        // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
-        // are inflated by our own checker, which needs no zlib engine per entry).
-        const again = level === 0 ? undefined : deflateAt(plain, level);
-        const fromZlib = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB;
-        if (again === undefined || again.length > (job.maxLen?.[i] ?? Infinity)) {
-          // From a zlib source, the Adler-32 of the bytes is its trailer, which zlib has checked.
-          const adler = fromZlib ? data.readUInt32BE(data.length - 4) : undefined;
-          const need = storedAt + storedZlibLength(plain.length);
-          if (need > out.length) {
-            const grown = Buffer.from(new ArrayBuffer(Math.max(need, out.length * 2)));
-            out.copy(grown, 0, 0, storedAt);
-            out = grown;
-          }
-          const n = writeStoredZlib(plain, out, storedAt, adler);
-          if (!storedZlibEquals(out.subarray(storedAt, storedAt + n), plain, adler))
-            return fail(
-              job,
-              i,
-              'entry re-encoded does not inflate to the same bytes',
-              'verify-failed',
-            );
-          // The old stream (which zlib has just inflated and checked) stays when it is as stored.
-          if (fromZlib && sameEncoding(data, out.subarray(storedAt, storedAt + n), plain.length)) {
-            kept[i] = 1;
-            continue;
-          }
-          outStart[i] = storedAt;
-          outLen[i] = n;
-          storedAt += n;
-        } else {
-          if (!inflateSync(again).equals(plain))
-            return fail(
-              job,
-              i,
-              'entry re-encoded does not inflate to the same bytes',
-              'verify-failed',
-            );
-          if (fromZlib && sameEncoding(data, again, plain.length)) {
-            kept[i] = 1;
-            continue;
-          }
-          others.push({ i, data: again });
-        }
-      }
-    } catch (e) {
-      return fail(job, i, errorDetail(e), (e as { code?: string }).code ?? 'bad-object');
-    }
+  return undefined;
+}
+
+/** A failure's message and code. */
+type Why = [string, string] | undefined;
+
+/** An entry copied as it is (git's write_reuse_object): proved to be the bytes git indexed. */
+function checkReused(job: BatchJob, i: number, size: number, raw: Buffer, mode: number): Why {
+  // Copied byte for byte: the old idx's CRC32 proves these are the bytes git indexed.
+  if (mode === COPY_CRC)
+    return crc32(raw) !== job.crc[i]
+      ? ['entry does not match its CRC32 in the index', 'bad-pack']
+      : undefined;
+  // An idx v1 has no CRC32: zlib's own Adler-32 check stands in for it.
+  const hl = job.headerLen[i]!;
+  inflateExact(raw.subarray(hl), size, fileOf(job, i), job.offset[i]! + hl);
+  return undefined;
+}
+
+/** An entry encoded anew as a zstd frame (git's write_no_reuse_object), proved by decompressing it. */
+function reencodeZstd(job: BatchJob, i: number, size: number, raw: Buffer, o: BatchOut): Why {
+  const plain = plainOf(job, i, size, raw, raw.subarray(job.headerLen[i]!));
+  if (zstdOut === undefined)
+    throw new GitError('unsupported', 'zstd dictionaries were not set for this thread');
+  const dict = job.dstDict![i]!;
+  // Level 0: stored plain (no frame), as the reader tells plain data by its length.
+  let frame = job.level[i] === 0 ? plain : zstdOut.compress(plain, job.level[i]!, dict);
+  // Plain when zstd does not make it smaller: the reader tells them apart by length.
+  if (frame.length >= plain.length) frame = plain;
+  else if (!zstdOut.decompress(frame, plain.length, dict).equals(plain))
+    return ['entry re-encoded does not decompress to the same bytes', 'verify-failed'];
+  o.others.push({ i, data: Buffer.from(frame) });
+  return undefined;
+}
+
+/**
+ * An entry deflated anew (git's write_no_reuse_object), proved by inflating the new stream to the
+ * same bytes; its old stream stays (`kept`) when the new one has the same encoding.
+ */
+function reencodeZlib(job: BatchJob, i: number, size: number, raw: Buffer, o: BatchOut): Why {
+  const level = job.level[i]!;
+  const data = raw.subarray(job.headerLen[i]!);
+  // Level 0 inflates into this thread's scratch buffer: the bytes are copied into the
+  // result right away.
+  if (level === 0 && size + 1 > scratch.length)
+    scratch = Buffer.allocUnsafeSlow(Math.max(size + 1, scratch.length * 2));
+  const plain = plainOf(job, i, size, raw, data, level === 0 ? scratch : undefined);
+  // Proof of the re-encode: the new stream inflates to the very same bytes (stored blocks
+  // are inflated by our own checker, which needs no zlib engine per entry).
+  const again = level === 0 ? undefined : deflateAt(plain, level);
+  const fromZlib = (job.srcDict?.[i] ?? FROM_ZLIB) === FROM_ZLIB;
+  const bad: Why = ['entry re-encoded does not inflate to the same bytes', 'verify-failed'];
+  if (again !== undefined && again.length <= (job.maxLen?.[i] ?? Infinity)) {
+    if (!inflatesTo(again, plain)) return bad;
+    if (fromZlib && sameEncoding(data, again, plain.length)) o.kept[i] = 1;
+    else o.others.push({ i, data: again });
+    return undefined;
   }
-  if (scratch.length > 16 << 20) scratch = Buffer.allocUnsafeSlow(1 << 16);
-  if (others.length > 0) {
-    let total = storedAt;
-    for (const o of others) total += o.data.length;
-    const grown = total <= out.length ? out : Buffer.from(new ArrayBuffer(total));
-    if (grown !== out) out.copy(grown, 0, 0, storedAt);
-    let p = storedAt;
-    for (const o of others) {
-      grown.set(o.data, p);
-      outStart[o.i] = p;
-      outLen[o.i] = o.data.length;
-      p += o.data.length;
-    }
-    out = grown;
+  // From a zlib source, the Adler-32 of the bytes is its trailer, which zlib has checked.
+  const adler = fromZlib ? data.readUInt32BE(data.length - 4) : undefined;
+  const need = o.storedAt + storedZlibLength(plain.length);
+  if (need > o.out.length) {
+    const grown = Buffer.from(new ArrayBuffer(Math.max(need, o.out.length * 2)));
+    o.out.copy(grown, 0, 0, o.storedAt);
+    o.out = grown;
   }
-  return { buf: job.buf, out: out.buffer as ArrayBuffer, outStart, outLen, size: sizes, kept };
+  const n = writeStoredZlib(plain, o.out, o.storedAt, adler);
+  const stream = o.out.subarray(o.storedAt, o.storedAt + n);
+  if (!storedZlibEquals(stream, plain, adler)) return bad;
+  // The old stream (which zlib has just inflated and checked) stays when it is as stored.
+  if (fromZlib && sameEncoding(data, stream, plain.length)) {
+    o.kept[i] = 1;
+    return undefined;
+  }
+  o.outStart[i] = o.storedAt;
+  o.outLen[i] = n;
+  o.storedAt += n;
+  return undefined;
+}
+
+/** The collected streams, appended after the level-0 ones: the result's output buffer. */
+function appendOthers(o: BatchOut): ArrayBuffer {
+  if (o.others.length === 0) return o.out.buffer as ArrayBuffer;
+  let total = o.storedAt;
+  for (const x of o.others) total += x.data.length;
+  const grown = total <= o.out.length ? o.out : Buffer.from(new ArrayBuffer(total));
+  if (grown !== o.out) o.out.copy(grown, 0, 0, o.storedAt);
+  let p = o.storedAt;
+  for (const x of o.others) {
+    grown.set(x.data, p);
+    o.outStart[x.i] = p;
+    o.outLen[x.i] = x.data.length;
+    p += x.data.length;
+  }
+  return grown.buffer as ArrayBuffer;
 }
 
 /**

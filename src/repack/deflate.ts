@@ -1,5 +1,5 @@
 import { constants, deflateSync } from 'node:zlib';
-import { storedZlib } from '../format/zlib-stored.js';
+import { storedZlib } from '../codec/zlib.js';
 import { FIXED_HUFFMAN } from './levels.js';
 
 /**

@@ -1,7 +1,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { GitError } from '../errors.js';
 import { objectHeader, toHex, type HashAlgo } from '../hash/algo.js';
-import { inflatePiecesExact } from '../codec/inflate.js';
+import { inflatePiecesExact } from '../codec/zlib.js';
 import { isBaseType, typeName } from '../format/object-type.js';
 import { loosePath, readLooseFile, readLooseHeader } from '../store/loose.js';
 import type { ObjectDatabase } from '../store/odb.js';

@@ -1,54 +1,18 @@
-import { statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { GitError, corrupt } from '../errors.js';
-import type { HashAlgo } from '../hash/algo.js';
 import type { Offsets } from '../format/idx.js';
-import { checkObjectId, isDelta } from '../format/object-type.js';
 import { MAX_ENTRY_HEADER } from '../format/pack.js';
-import { readLooseFile, readLooseHeader, loosePath, type LooseHeader } from '../store/loose.js';
 import { ensureFreeSpace } from '../store/free-space.js';
-import type { ObjectDatabase } from '../store/odb.js';
 import type { Pack } from '../store/pack.js';
 import { releaseNow } from '../release.js';
-import { DICT_KINDS, NO_DICT, kindOf } from '../codec/dict.js';
-import { zstdCodec, type ZstdCodec } from '../codec/zstd.js';
-import {
-  COPY_CRC,
-  COPY_INFLATE,
-  COPY_STREAM,
-  REENCODE_STREAM,
-  emptyJob,
-  REENCODE,
-  SKIP,
-  type BatchJob,
-  type BatchResult,
-} from './batch.js';
-import { deflateAt } from './deflate.js';
+import { DICT_KINDS, NO_DICT } from '../codec/dict.js';
+import { type ZstdCodec } from '../codec/zstd.js';
 import { BatchPool } from './pool.js';
-import type { Levels } from './levels.js';
-import { DEFAULT_AUTO_RULE, directEncoding, type AutoRule, type Targets } from './encoding.js';
-import {
-  entryEnd,
-  headerLenOf,
-  isDirect,
-  newIndex,
-  planPartition,
-  typeOf,
-  type PartitionInput,
-  type Plan,
-} from './plan.js';
+import { DEFAULT_AUTO_RULE, type Targets } from './encoding.js';
+import { newIndex, planPartition, type PartitionInput, type Plan } from './plan.js';
 import { countType, type RewriteStats } from './stats.js';
 import { outputBound, outputEstimate } from './output-size.js';
-import {
-  STREAM_CHUNK,
-  copyStreaming,
-  looseStreaming,
-  reencodeStreaming,
-  sourceEntry,
-  streamsReencode,
-  zstdStreaming,
-  type Room,
-} from './streamed.js';
+import { streamsReencode, type Room } from './streamed.js';
 import { sameAsSource } from './unchanged.js';
 import {
   dryRunOutput,
@@ -60,9 +24,20 @@ import {
 } from './sink.js';
 import { withChangedCheck } from './changed-pack.js';
 import { EntryClassifier, type Decision } from './classify.js';
-import { CopyRun, writtenHeader } from './copy-run.js';
+import { CopyRun } from './copy-run.js';
 import type { RewriteOptions, RewriteResult } from './options.js';
 import { proveCopies as proveCopiesOf, type CopyProof } from './duplicates.js';
+import {
+  BATCH_BYTES,
+  BATCH_MAX,
+  INFLIGHT_BYTES,
+  SPARE_BUFFERS,
+  buildBatch,
+  inflightBytes,
+  type BatchFeeding,
+  type InFlight,
+} from './rewrite-batches.js';
+import { directObject, writeBatch, type Direct, type EntryWriting } from './rewrite-write.js';
 
 export type { PartitionInput } from './plan.js';
 export type { WrittenPack, ZpackOutput } from './sink.js';
@@ -70,48 +45,8 @@ export type { RewriteStats, TypeCounts } from './stats.js';
 export type { RewriteOptions, RewriteResult } from './options.js';
 export { MAX_HELD_ENTRY } from './output-size.js';
 
-/** A batch holds at most this many entries or (unless one entry is larger) this many source bytes. */
-const BATCH_MAX = 4096;
-// 256 KiB batches and one in flight per thread beyond the two being written: on git.git as fast
-// as 512 KiB, 1 MiB (and as 4 MiB and four per thread), and lighter: a batch of commits and trees
-// stored grows 3-4 times in its output buffer (256 KiB against 512: -2.6 MiB peak, 4.40 s
-// against 4.31 s, git repack -a -d 4.52 s; 4 interleaved runs, docs/decisions.md).
-const BATCH_BYTES = 256 << 10;
-// Input and output buffers kept for the next batches (each way): two, as a batch is built while
-// the next result is awaited; a buffer more is garbage (1.6 MiB less peak on git.git than keeping
-// every one handed back).
-const SPARE_BUFFERS = 2;
-/**
- * An entry larger than a batch makes a batch of its own size: beyond two batches in flight, no
- * more than this many source bytes, so that a pack of 48 MiB blobs holds about two of them at
- * a time, not one per stage of the pipeline (normal batches never come near it).
- */
-const INFLIGHT_BYTES = 16 << 20;
 /** With worker threads and no git reading alongside, this thread re-encodes every third batch itself (pool.ts). */
 const INLINE_EVERY = 3;
-
-/**
- * An object not copied from a pack entry (loose, or a delta written whole), encoded; or, without
- * `data`, a large loose object, streamed from its file when its turn comes to be written.
- */
-type Direct =
-  | { type: number; size: number; data: Buffer }
-  | { type: number; size: number; data?: undefined; file: string; header: LooseHeader };
-
-/** A batch on its way: the job's tables the main thread needs back to write its entries. */
-interface InFlight {
-  promise: Promise<BatchResult>;
-  from: number;
-  to: number;
-  directs: Map<number, Direct>;
-  modes: Uint8Array;
-  rawStart: Uint32Array;
-  headerLen: Uint8Array;
-  rawLen: Uint32Array;
-  crc: Uint32Array;
-  /** Source bytes read for it. */
-  bytes: number;
-}
 
 /**
  * Rewrites one partition (all its packs and loose objects) into one new pack in temporary files:
@@ -152,39 +87,39 @@ export async function rewritePartition(
   return new PartitionRewrite(plan, opts).run();
 }
 
-class PartitionRewrite {
-  private readonly targets: Targets;
-  private stats: RewriteStats;
+class PartitionRewrite implements EntryWriting, BatchFeeding {
+  readonly targets: Targets;
+  stats: RewriteStats;
   /** Copies are counted, not read (a dry run, or a trial of the entries that may be kept). */
-  private counting: boolean;
-  private readonly outType: Uint8Array;
-  private readonly outOffset: Offsets;
+  counting: boolean;
+  readonly outType: Uint8Array;
+  readonly outOffset: Offsets;
   private readonly outCrc: Uint32Array;
-  private readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
-  private readonly copies = new CopyRun(BATCH_MAX);
+  readonly hdr = Buffer.allocUnsafe(MAX_ENTRY_HEADER);
+  readonly copies = new CopyRun(BATCH_MAX);
   private readonly classifier: EntryClassifier;
   /** Slots git's check is sent (non-zero): never part of a run of copies (an entry whose type was unknown when they were chosen may yet be copied). */
-  private sent: Uint8Array | undefined;
+  sent: Uint8Array | undefined;
   /** Dictionary of each kind in the output (zstd), and the one zstd source pack. */
-  private readonly outDictOfKind: number[];
-  private readonly zsrc: Pack | undefined;
-  private mainZstd: ZstdCodec | undefined;
+  readonly outDictOfKind: number[];
+  readonly zsrc: Pack | undefined;
+  mainZstd: ZstdCodec | undefined;
   /** The source zstd pack's codec, for objects decompressed a chunk at a time. */
-  private srcZstd: ZstdCodec | undefined;
-  private readonly usesAuto: boolean;
+  srcZstd: ZstdCodec | undefined;
+  readonly usesAuto: boolean;
   // The write loop's state: the next entry to batch, batches in flight, buffers going round.
-  private next = 0;
-  private readonly inflight: InFlight[] = [];
-  private readonly freeIn: ArrayBuffer[] = [];
-  private readonly spareOut: ArrayBuffer[] = [];
+  next = 0;
+  readonly inflight: InFlight[] = [];
+  readonly freeIn: ArrayBuffer[] = [];
+  readonly spareOut: ArrayBuffer[] = [];
   /** The output's wait for room (what it sends on to git), for entries streamed a chunk at a time. */
-  private room: Room | undefined;
+  room: Room | undefined;
   /** Where entries too long to hold are read, a chunk at a time. */
-  private chunk: Buffer | undefined;
+  chunk: Buffer | undefined;
 
   constructor(
-    private readonly plan: Plan,
-    private readonly opts: RewriteOptions,
+    readonly plan: Plan,
+    readonly opts: RewriteOptions,
   ) {
     const { n } = plan;
     this.targets = {
@@ -354,91 +289,21 @@ class PartitionRewrite {
       : pack();
   }
 
-  private classify(s: number): Decision {
+  classify(s: number): Decision {
     return this.classifier.classify(s);
   }
 
+  /** An object not copied from a pack entry (rewrite-write.ts). */
+  direct(s: number): Direct {
+    return directObject(this, s);
+  }
+
   /** The same, counted in the stats. */
-  private decide(s: number): Decision {
+  decide(s: number): Decision {
     const d = this.classify(s);
     if (d.copy) this.stats.copied++;
     else countType(this.stats.reencoded, d.type, 1);
     return d;
-  }
-
-  /** Writes entry `s` (git's write_object): a new header, then `data[start, end)`. */
-  private emit(
-    sink: RewriteOutput['sink'],
-    s: number,
-    type: number,
-    size: number,
-    baseSel: number,
-    data: Buffer,
-    start: number,
-    end: number,
-  ): void {
-    this.copies.flush(sink);
-    const offset = sink.offset;
-    const hl = writtenHeader(
-      this.hdr,
-      type,
-      size,
-      offset,
-      baseSel >= 0 ? this.outOffset[baseSel]! : -1,
-    );
-    this.outOffset[s] = offset;
-    sink.writeEntry(this.hdr, data, s, hl, start, end);
-  }
-
-  /** An object not copied from a pack entry (git's write_no_reuse_object): a loose object, or a delta written whole. */
-  private direct(s: number): Direct {
-    const { plan, opts, stats } = this;
-    const pi = plan.srcPack[s]!;
-    const j = plan.srcIdx[s]!;
-    let obj: { type: number; data: Buffer };
-    if (pi === plan.looseMark) {
-      const id = plan.input.loose[j]!;
-      const file = loosePath(plan.input.looseDir, id);
-      if (opts.zpack === undefined && statSync(file).size > STREAM_CHUNK) {
-        const header = readLooseHeader(file);
-        this.outType[s] = header.type;
-        return { type: header.type, size: header.size, file, header };
-      }
-      obj = readLooseFile(file);
-      checkObjectId(opts.algo, obj.type, obj.data, id, 0, file, 0);
-      stats.loose++;
-    } else {
-      // The base is not in the output (kept elsewhere, or a cycle was broken here).
-      const pack = plan.input.packs[pi]!;
-      obj = opts.odb.readPacked(pack, pack.idx.offsets[j]!);
-      checkObjectId(
-        opts.algo,
-        obj.type,
-        obj.data,
-        pack.idx.ids,
-        j * plan.len,
-        pack.packPath,
-        pack.idx.offsets[j]!,
-      );
-      stats.whole++;
-    }
-    this.outType[s] = obj.type;
-    const zout = opts.zpack;
-    let data: Buffer;
-    if (zout !== undefined) {
-      this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data));
-      const dict = this.outDictOfKind[kindOf(obj.type, false)] ?? NO_DICT;
-      const frame =
-        zout.plainTypes?.has(obj.type) === true
-          ? obj.data
-          : this.mainZstd.compress(obj.data, zout.level, dict);
-      data = frame.length < obj.data.length ? frame : obj.data;
-    } else {
-      const enc = directEncoding(this.targets, obj.type, obj.data.length);
-      data = deflateAt(obj.data, enc.level);
-      if (data.length > enc.maxLen) data = deflateAt(obj.data, 0);
-    }
-    return { type: obj.type, size: obj.data.length, data };
   }
 
   /**
@@ -458,9 +323,9 @@ class PartitionRewrite {
       while (
         this.inflight.length < pipelineDepth &&
         this.next < plan.n &&
-        (this.inflight.length < 2 || this.inflightBytes() < INFLIGHT_BYTES)
+        (this.inflight.length < 2 || inflightBytes(this) < INFLIGHT_BYTES)
       )
-        this.inflight.push(this.buildBatch(pool));
+        this.inflight.push(buildBatch(this, pool));
       const b = this.inflight.shift()!;
       const r = await b.promise;
       if (r.error) {
@@ -473,7 +338,7 @@ class PartitionRewrite {
             ?.corruptObject(e.offset, e.message, code) ?? corrupt(code, e.file, e.offset, e.message)
         );
       }
-      await this.writeBatch(output.sink, b, r);
+      await writeBatch(this, output.sink, b, r);
       await output.ready?.();
       if (r.buf.byteLength <= 2 * BATCH_BYTES && this.freeIn.length < SPARE_BUFFERS)
         this.freeIn.push(r.buf);
@@ -493,274 +358,6 @@ class PartitionRewrite {
     opts.onProgress?.('writing objects', plan.n, plan.n);
   }
 
-  /** A batch's entries, in pack order (git's write_one): the direct ones, copies and re-encodes. */
-  private async writeBatch(
-    sink: RewriteOutput['sink'],
-    b: InFlight,
-    r: BatchResult,
-  ): Promise<void> {
-    const { plan, stats } = this;
-    const src = Buffer.from(r.buf);
-    const out = Buffer.from(r.out);
-    for (let i = 0; i < b.to - b.from; i++) {
-      const s = plan.outOrder[b.from + i]!;
-      const type = this.outType[s]!;
-      const d = b.directs.get(i);
-      const mode = b.modes[i]!;
-      if (d?.data !== undefined) this.emit(sink, s, d.type, d.size, -1, d.data, 0, d.data.length);
-      else if (d !== undefined) await this.looseStreaming(sink, s, d.file, d.header);
-      else if (mode === COPY_STREAM || mode === REENCODE_STREAM)
-        await this.streamEntry(
-          sink,
-          s,
-          mode,
-          type,
-          r.size[i]!,
-          src.subarray(b.rawStart[i]!, b.rawStart[i]! + b.headerLen[i]!),
-        );
-      else if (mode === SKIP)
-        this.emit(
-          sink,
-          s,
-          type,
-          plan.scans[plan.srcPack[s]!]!.size[plan.srcIdx[s]!]!,
-          plan.base[s]!,
-          EMPTY,
-          0,
-          b.rawLen[i]! - b.headerLen[i]!,
-        );
-      else if (mode === REENCODE && r.kept[i] !== 1)
-        this.emit(
-          sink,
-          s,
-          type,
-          r.size[i]!,
-          plan.base[s]!,
-          out,
-          r.outStart[i]!,
-          r.outStart[i]! + r.outLen[i]!,
-        );
-      else {
-        if (mode === REENCODE) {
-          // The re-encoding gave the encoding the entry already had: its old stream stays.
-          stats.copied++;
-          countType(stats.reencoded, type, -1);
-        }
-        const rs = b.rawStart[i]!;
-        const base = plan.base[s]!;
-        const at = sink.offset + this.copies.pending;
-        if (
-          mode === COPY_CRC &&
-          (this.sent === undefined || this.sent[s] === 0) &&
-          CopyRun.unchanged(
-            this.hdr,
-            src,
-            rs,
-            b.headerLen[i]!,
-            type,
-            r.size[i]!,
-            at,
-            base >= 0 ? this.outOffset[base]! : -1,
-          )
-        ) {
-          this.outOffset[s] = at;
-          this.copies.add(sink, src, rs, rs + b.rawLen[i]!, s, b.crc[i]!);
-        } else
-          this.emit(sink, s, type, r.size[i]!, base, src, rs + b.headerLen[i]!, rs + b.rawLen[i]!);
-      }
-    }
-    this.copies.flush(sink);
-  }
-
-  /** An entry too long to hold, copied (git's write_reuse_object) or re-encoded a chunk at a time: streamed.ts. */
-  private async streamEntry(
-    sink: RewriteOutput['sink'],
-    s: number,
-    mode: number,
-    type: number,
-    size: number,
-    srcHeader: Buffer,
-  ): Promise<void> {
-    const e = sourceEntry(this.plan, s, srcHeader);
-    const append = (c: Buffer): void => sink.appendToEntry(c, s);
-    const begin = (): void => this.emit(sink, s, type, size, this.plan.base[s]!, EMPTY, 0, 0);
-    if (mode === COPY_STREAM) begin();
-    if (mode === COPY_STREAM)
-      return copyStreaming(e, (this.chunk ??= Buffer.allocUnsafe(STREAM_CHUNK)), append);
-    const zout = this.opts.zpack;
-    if (zout !== undefined) {
-      const delta = this.plan.base[s]! >= 0;
-      const level = zout.plainTypes?.has(type) === true ? 0 : zout.level; // (0: stored plain, as a batch does)
-      const codec = (this.mainZstd ??= zstdCodec(zout.dicts.map((d) => d.data)));
-      return zstdStreaming(
-        e,
-        type,
-        delta,
-        size,
-        { codec, level, dict: this.outDictOfKind[kindOf(type, delta)] ?? NO_DICT },
-        this.opts.algo,
-        begin,
-        append,
-      );
-    }
-    const zstd = (): ZstdCodec => (this.srcZstd ??= zstdCodec(e.pack.zstdDicts.dicts));
-    await reencodeStreaming(
-      e,
-      type,
-      size,
-      { ...this.classify(s) },
-      this.opts.algo,
-      zstd,
-      begin,
-      append,
-      this.room,
-    );
-  }
-
-  /** A large loose object (git's write_no_reuse_object above core.bigFileThreshold): streamed.ts. */
-  private async looseStreaming(
-    sink: RewriteOutput['sink'],
-    s: number,
-    file: string,
-    h: LooseHeader,
-  ): Promise<void> {
-    const id = this.plan.input.loose[this.plan.srcIdx[s]!]!;
-    const begin = (): void => this.emit(sink, s, h.type, h.size, -1, EMPTY, 0, 0);
-    await looseStreaming(
-      file,
-      h,
-      id,
-      directEncoding(this.targets, h.type, h.size),
-      this.opts.algo,
-      begin,
-      (c) => sink.appendToEntry(c, s),
-      this.room,
-    );
-    this.stats.loose++;
-  }
-
-  private inflightBytes(): number {
-    let bytes = 0;
-    for (const f of this.inflight) bytes += f.bytes;
-    return bytes;
-  }
-
-  private takeBuffer(bytes: number): ArrayBuffer {
-    const i = this.freeIn.findIndex((b) => b.byteLength >= bytes);
-    if (i >= 0) return this.freeIn.splice(i, 1)[0]!;
-    return new ArrayBuffer(Math.max(bytes, BATCH_BYTES));
-  }
-
-  /** The next batch: up to BATCH_MAX entries or BATCH_BYTES of source bytes, handed to the pool. */
-  private buildBatch(pool: BatchPool): InFlight {
-    const { plan } = this;
-    const from = this.next;
-    let bytes = 0;
-    let to = from;
-    while (to < plan.n && to - from < BATCH_MAX) {
-      const s = plan.outOrder[to]!;
-      if (!isDirect(plan, s)) {
-        const l = plan.entryLen[plan.srcPack[s]!]![plan.srcIdx[s]!]!;
-        if (bytes > 0 && bytes + l > BATCH_BYTES) break;
-        bytes += l;
-      }
-      to++;
-    }
-    const job = this.newJob(to - from);
-    const { directs, read } = this.fillJob(job, from);
-    job.buf = this.takeBuffer(read); // sized by what is read: a streamed entry's header only
-    this.next = to;
-    const copy = {
-      modes: job.mode.slice(),
-      rawStart: job.rawStart.slice(),
-      headerLen: job.headerLen.slice(),
-      rawLen: job.rawLen.slice(),
-      crc: job.crc.slice(),
-    };
-    return { promise: pool.run(job), from, to, directs, bytes: read, ...copy };
-  }
-
-  private newJob(m: number): BatchJob {
-    const { plan, opts } = this;
-    const zstdOut = opts.zpack !== undefined;
-    const files = plan.input.packs.map((p) => ({ path: p.packPath, fd: p.descriptor }));
-    return emptyJob(m, NO_BUFFER, this.spareOut.pop(), {
-      hashLen: plan.len,
-      files,
-      zstdIn: this.zsrc !== undefined,
-      zstdOut,
-      maxLen: this.usesAuto && !zstdOut,
-    });
-  }
-
-  /** Each entry's mode, level and source bytes (read by the thread as spans of consecutive bytes). */
-  private fillJob(job: BatchJob, from: number): { directs: Map<number, Direct>; read: number } {
-    const { plan, opts } = this;
-    const zout = opts.zpack;
-    const directs = new Map<number, Direct>();
-    const spans: number[] = [];
-    let pos = 0;
-    for (let i = 0; i < job.n; i++) {
-      const s = plan.outOrder[from + i]!;
-      if (isDirect(plan, s)) {
-        directs.set(i, this.direct(s));
-        continue;
-      }
-      const pi = plan.srcPack[s]!;
-      const pack = plan.input.packs[pi]!;
-      const j = plan.srcIdx[s]!;
-      const off = pack.idx.offsets[j]!;
-      const end = entryEnd(plan, pi, j);
-      const { level, copy, maxLen } = this.decide(s);
-      job.rawLen[i] = end - off;
-      job.headerLen[i] = headerLenOf(plan, pi, j);
-      if (copy && this.counting) {
-        job.mode[i] = SKIP; // counted, not read
-        continue;
-      }
-      const hasCrc = pack.idx.hasCrcs;
-      const reStreamed = !copy && streamsReencode(plan, s, opts);
-      const streamed = reStreamed || (copy && hasCrc && end - off > STREAM_CHUNK); // (an idx v1 copy: inflated whole)
-      job.mode[i] = reStreamed
-        ? REENCODE_STREAM
-        : streamed
-          ? COPY_STREAM
-          : copy
-            ? hasCrc
-              ? COPY_CRC
-              : COPY_INFLATE
-            : REENCODE;
-      // In a zstd pack, level 0 stands for plain (a type in plainTypes).
-      job.level[i] =
-        zout === undefined
-          ? level
-          : zout.plainTypes?.has(this.outType[s]!) === true
-            ? 0
-            : zout.level;
-      if (job.maxLen !== undefined) job.maxLen[i] = maxLen;
-      if (pack.isZpack)
-        job.srcDict![i] =
-          pack.zstdDicts.dictOfKind[kindOf(this.outType[s]!, isDelta(typeOf(plan, pi, j)))] ??
-          NO_DICT;
-      if (zout !== undefined)
-        job.dstDict![i] =
-          this.outDictOfKind[kindOf(this.outType[s]!, plan.base[s]! >= 0)] ?? NO_DICT;
-      job.crc[i] = hasCrc ? pack.idx.crc(j) : 0;
-      job.rawStart[i] = pos;
-      job.fileIndex[i] = pi;
-      job.offset[i] = off;
-      // Consecutive source bytes of one pack make one span: (file, start, length, position).
-      const len = streamed ? job.headerLen[i]! : end - off;
-      const last = spans.length - 4;
-      if (last >= 0 && spans[last] === pi && spans[last + 1]! + spans[last + 2]! === off)
-        spans[last + 2]! += len;
-      else spans.push(pi, off, len, pos);
-      pos += len;
-    }
-    job.spans = Float64Array.from(spans);
-    return { directs, read: pos };
-  }
-
   /** What only the writing needed goes before the index is built (about 20 bytes per object). */
   private releaseWriteTables(): void {
     const { plan } = this;
@@ -773,6 +370,3 @@ class PartitionRewrite {
     this.spareOut.length = 0;
   }
 }
-
-const EMPTY = Buffer.alloc(0);
-const NO_BUFFER = new ArrayBuffer(0);

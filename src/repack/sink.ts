@@ -1,12 +1,8 @@
 import type { HashAlgo } from '../hash/algo.js';
 import { emitIdxV2, encodeIdxV2, type IdxSource, type Offsets } from '../format/idx.js';
 import { encodeRev } from '../format/rev.js';
-import {
-  PackFileWriter,
-  ThreadedPackWriter,
-  type Finished,
-  type PackSink,
-} from '../format/pack-writer.js';
+import { PackFileWriter, type Finished, type PackSink } from '../format/pack-writer.js';
+import { ThreadedPackWriter } from '../format/pack-writer-threaded.js';
 import { encodeZpackFooter, encodeZpackHeader, type ZpackDict } from '../format/zpack.js';
 import { writeChunksSyncing } from '../store/files.js';
 import { releaseNow } from '../release.js';

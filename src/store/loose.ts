@@ -1,6 +1,7 @@
 import {
   closeSync,
   createReadStream,
+  fstatSync,
   openSync,
   readFileSync,
   readSync,
@@ -9,8 +10,8 @@ import {
 import { basename, dirname, join } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { constants, createInflate, inflateSync } from 'node:zlib';
-import { GitError, codecDiagnostic, corrupt } from '../errors.js';
+import { GitError, corrupt } from '../errors.js';
+import { inflateLoose, inflateLooseHead, inflateStream, looseStreamError } from '../codec/zlib.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import { openRegular } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
@@ -51,27 +52,49 @@ function splitLooseHeader(
 }
 
 /**
+ * Loose files read whole by `unknownLooseType` (the selection's look at every header), kept for
+ * `readLooseOrHeader` (the rewrite's) to take instead of reading each file again: one read per
+ * file. Only files up to KEEP_FILE bytes, KEEP_BYTES in all; each is taken once. A loose object
+ * never changes under its name, and the rewrite hashes what it packs.
+ */
+const kept = new Map<string, Buffer>();
+let keptBytes = 0;
+const KEEP_FILE = 16 << 10;
+const KEEP_BYTES = 16 << 20;
+let keepRoom: Buffer | undefined;
+
+/**
  * The type a loose object's header names when it is none of git's four (written by `git
  * hash-object --literally -t <type>`): no pack can hold it. Undefined for the four, and for a
  * header that cannot be read (the reader that needs the object then says why).
  */
 export function unknownLooseType(file: string): string | undefined {
-  let head: Buffer;
   try {
     const fd = openRegular(file); // never blocks on a FIFO
     try {
-      const start = Buffer.allocUnsafe(512);
-      const comp = start.subarray(0, readSync(fd, start, 0, 512, 0));
-      // 512 bytes of deflate inflate to at most ~530 KiB: no cap that a compressible object would hit.
-      head = inflateSync(comp, { finishFlush: constants.Z_SYNC_FLUSH, maxOutputLength: 1 << 20 });
+      const room = (keepRoom ??= Buffer.allocUnsafeSlow(KEEP_FILE));
+      const got = readSync(fd, room, 0, KEEP_FILE, 0);
+      const comp = room.subarray(0, got);
+      let head = inflateLooseHead(comp.subarray(0, 512), 4096, file);
+      // A type name longer than that: 512 bytes of deflate inflate to at most ~530 KiB.
+      if (head.length === 4096 && !head.includes(0))
+        head = inflateLooseHead(comp.subarray(0, 512), 1 << 20, file);
+      const h = splitLooseHeader(head, head.length);
+      if (h !== undefined && typeFromName(h.typeName) === undefined) return h.typeName;
+      // the whole file of an object to pack (a short read, and nothing after it), kept
+      if (h !== undefined && got < KEEP_FILE && keptBytes + got <= KEEP_BYTES) {
+        if (readSync(fd, room, got, 1, got) === 0) {
+          kept.set(file, Buffer.from(comp));
+          keptBytes += got;
+        }
+      }
     } finally {
       closeSync(fd);
     }
   } catch {
     return undefined;
   }
-  const h = splitLooseHeader(head, head.length);
-  return h !== undefined && typeFromName(h.typeName) === undefined ? h.typeName : undefined;
+  return undefined;
 }
 
 /**
@@ -99,55 +122,19 @@ function asLooseError<T>(file: string, f: () => T): T {
 }
 
 function readLoose(file: string): LooseObject {
-  const comp = readFileSync(file);
+  return decodeLoose(readFileSync(file), file);
+}
+
+/** A loose object from its whole file `comp`: its header bounds the inflate (git's `unpack_loose_rest`). */
+function decodeLoose(comp: Buffer, file: string): LooseObject {
   const h = headerOf(comp, file);
-  let all: Buffer;
-  try {
-    all = inflateSync(comp, { maxOutputLength: h.len + h.size + 1 });
-  } catch (e) {
-    // More data than the header declares: Node's "Cannot create a Buffer larger than…" says nothing.
-    if ((e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE')
-      throw corrupt(
-        'bad-object',
-        file,
-        0,
-        `inflates to more than the ${h.size} bytes its header declares`,
-      );
-    throw corrupt(
-      'bad-object',
-      file,
-      0,
-      `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
-      undefined,
-      e,
-    );
-  }
-  if (all.length !== h.len + h.size)
-    throw corrupt('bad-object', file, 0, `loose object size does not match its header (${h.size})`);
-  return { type: h.type, data: all.subarray(h.len) };
+  return { type: h.type, data: inflateLoose(comp, h.len, h.size, file) };
 }
 
 /** A loose object's header: its type, size and length, from the first bytes of `comp` (the file, or its start). */
 function headerOf(comp: Buffer, file: string): { type: BaseType; size: number; len: number } {
-  let head: Buffer;
-  try {
-    head = inflateSync(comp.subarray(0, Math.min(comp.length, 512)), {
-      finishFlush: constants.Z_SYNC_FLUSH,
-      maxOutputLength: 4096,
-    });
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE')
-      throw corrupt(
-        'bad-object',
-        file,
-        0,
-        `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
-        undefined,
-        e,
-      );
-    head = inflateSync(comp.subarray(0, 64), { finishFlush: constants.Z_SYNC_FLUSH });
-  }
-  return parseLooseHeader(head, file);
+  // 65 bytes hold any header parseLooseHeader accepts (its NUL within the first 64)
+  return parseLooseHeader(inflateLooseHead(comp.subarray(0, 512), 65, file), file);
 }
 
 export interface LooseHeader {
@@ -164,6 +151,36 @@ export function readLooseHeader(file: string): LooseHeader {
     try {
       const start = Buffer.allocUnsafe(512);
       return headerOf(start.subarray(0, readSync(fd, start, 0, 512, 0)), file);
+    } finally {
+      closeSync(fd);
+    }
+  });
+}
+
+/**
+ * A loose object whole when its file is at most `max` bytes, else its header alone (the caller
+ * streams the rest): one open, one fstat and one read of the file.
+ */
+export function readLooseOrHeader(
+  file: string,
+  max: number,
+): { object: LooseObject } | { header: LooseHeader } {
+  return asLooseError(file, () => {
+    const whole = kept.get(file);
+    if (whole !== undefined && whole.length <= max) {
+      kept.delete(file);
+      keptBytes -= whole.length;
+      return { object: decodeLoose(whole, file) };
+    }
+    const fd = openSync(file, 'r');
+    try {
+      const size = fstatSync(fd).size;
+      const comp = Buffer.allocUnsafe(Math.min(size, size > max ? 512 : size));
+      let got = 0;
+      for (let n = 1; got < comp.length && n > 0; got += n)
+        n = readSync(fd, comp, got, comp.length - got, got);
+      if (size > max) return { header: headerOf(comp.subarray(0, got), file) };
+      return { object: decodeLoose(comp.subarray(0, got), file) };
     } finally {
       closeSync(fd);
     }
@@ -217,22 +234,12 @@ export async function pipeLooseData(
   try {
     await pipeline(
       createReadStream(file, { highWaterMark: 1 << 20 }),
-      createInflate({ chunkSize: 1 << 20 }),
+      inflateStream(1 << 20),
       data,
       ...stages,
     );
   } catch (e) {
-    const err =
-      e instanceof GitError || (e as NodeJS.ErrnoException).code?.startsWith('Z_') !== true
-        ? e
-        : corrupt(
-            'bad-object',
-            file,
-            0,
-            `corrupt loose object (zlib: ${codecDiagnostic(e)})`,
-            undefined,
-            e,
-          );
+    const err = (e instanceof GitError ? undefined : looseStreamError(e, file)) ?? e;
     asLooseError(file, () => {
       throw err;
     });

@@ -2,7 +2,7 @@ import { closeSync, existsSync, readSync } from 'node:fs';
 import { idxRereader, openPackFiles, openZpackFile, type OpenedPack } from './pack-open.js';
 import { hasExt, shownPath, swapExt, type FsPath } from './fs-path.js';
 import { basename } from 'node:path';
-import { inflateExact, inflatePiecesExact } from '../codec/inflate.js';
+import { inflateExact, inflatePiecesExact } from '../codec/zlib.js';
 import { GitError, codecDiagnostic, corrupt, type ErrorCode } from '../errors.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
 import type { PackIndex } from '../format/idx.js';

@@ -370,9 +370,10 @@ export function removeLoose(objectsDir: string, files: string[], beforeEach?: ()
     if (unlinkIfExists(f)) n++;
     dirs.add(join(f, '..'));
   }
+  // rmdir refuses a directory that is not empty: no listing first (prune-packed's prune_subdir)
   for (const d of dirs) {
     try {
-      if (readdirSync(d).length === 0) rmdirSync(d);
+      rmdirSync(d);
     } catch {
       // not empty or gone: fine
     }
