@@ -66,8 +66,11 @@ describe('help as git gives it', () => {
     const forms = MAIN_USAGE.split('\n\n')[0]!
       .split('\n')
       .map((l) => l.replace(/^(usage|   or): /, ''));
-    // The first form of each is the repack one: the usage names the global options, the page the repack ones.
-    expect(forms.slice(1).sort()).toEqual(plain.slice(1).sort());
+    // The usage's first form stands for the page's first two: the global options, then the repack ones.
+    expect(forms[0]).toBe('git repack-ts [-C <path>] [--git-dir=<path>] [<repack-options>]');
+    expect(plain[0]).toMatch(/^git repack-ts \[-C <path>\] \[--git-dir=<path>\]/);
+    expect(plain[1]).toMatch(/^git repack-ts \[--graph-compression=<n>\]/);
+    expect(forms.slice(1).sort()).toEqual(plain.slice(2).sort());
   });
 });
 

@@ -29,11 +29,11 @@ export interface CliContext {
 
 export const MAIN_USAGE = `usage: git repack-ts [-C <path>] [--git-dir=<path>] [<repack-options>]
    or: git repack-ts --zstd[=<level>] -o <file> [--dict-size=<bytes> | --no-dict]
-   or: git repack-ts verify [-v | --verbose] [-s | --stat-only] [--json] [--] [<pack>...]
+   or: git repack-ts verify [-v | --verbose] [-s | --stat-only] [--json] [--object-format=<hash>] [--] [<pack>...]
    or: git repack-ts inspect [--json]
    or: git repack-ts hash-object [-t <type>] [-w] [--path=<file> | --no-filters] [--stdin [--literally]] [--] <file>...
    or: git repack-ts hash-object [-t <type>] [-w] --stdin-paths [--no-filters]
-   or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--reader[=<list>]] [--json] [--svg=<file>]
+   or: git repack-ts bench [--scenarios=<list>] [--runs=<n>] [--cold] [--clock=(cpu|wall)] [--commands=<list>] [--paths=<p>[,<p2>]] [--log-n=<n>] [--min-time=<seconds>] [--reader[=<list>]] [--reader-commits=<n>] [--reader-rounds=<n>] [--reader-cache-mib=<n>] [--json] [--svg=<file>] [--tmpdir=<dir>] [--keep]
    or: git repack-ts zstd-import [<level options>] [--fsck=<mode> | --no-fsck] [--force] <file>
    or: git repack-ts walk [--read-blobs] [--json] [<pack>...]
    or: git repack-ts maintenance (start | stop) [--scheduler=<scheduler>]
