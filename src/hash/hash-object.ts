@@ -35,6 +35,14 @@ export class HashObjectError extends GitError {
   }
 }
 
+/** git's `unable to write object` (object-file.c), which hash-object words after the file it was adding. */
+export class UnableToWriteObject extends HashObjectError {
+  constructor(details: string[], cause: unknown) {
+    super('io', 'unable to write object', details, { cause });
+    this.name = 'UnableToWriteObject';
+  }
+}
+
 /** The content ended before, or went on past, the size its header declared. */
 export class ContentSizeError extends HashObjectError {
   constructor(

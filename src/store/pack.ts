@@ -180,10 +180,9 @@ export class Pack {
     this.rankCache = undefined;
   }
 
-  /** Frees the derived tables (order, rank, window); they are rebuilt if needed again. */
+  /** Frees the derived tables (order, rank); they are rebuilt if needed again. */
   dropCaches(): void {
     this.releaseOrder();
-    this.win = undefined;
   }
 
   /**
@@ -226,35 +225,6 @@ export class Pack {
         'no object in the index starts at this offset',
       );
     return this.end(j);
-  }
-
-  private win: Buffer | undefined = undefined;
-  private winStart = 0;
-  private winLen = 0;
-
-  /**
-   * The bytes [offset, end) through a large read-ahead window: cheap for the mostly sequential
-   * reads of a rewrite. The view is valid until the next call; entries larger than the window are
-   * read on their own.
-   */
-  windowed(offset: number, end: number, windowSize = 8 << 20): Buffer {
-    const len = end - offset;
-    if (offset < this.dataStart || len <= 0 || end > this.dataEnd) {
-      throw corrupt('bad-pack', this.packPath, offset, 'entry offset out of range');
-    }
-    if (len > windowSize) return this.read(offset, len);
-    if (this.win === undefined || offset < this.winStart || end > this.winStart + this.winLen) {
-      this.win ??= Buffer.allocUnsafe(windowSize);
-      this.winStart = offset;
-      this.winLen = Math.min(this.win.length, this.dataEnd - offset);
-      this.read(offset, this.winLen, this.win.subarray(0, this.winLen));
-    }
-    return this.win.subarray(offset - this.winStart, end - this.winStart);
-  }
-
-  /** Drops the read-ahead window (memory goes back once a rewrite has passed this pack). */
-  releaseWindow(): void {
-    this.win = undefined;
   }
 
   /** Reads `len` bytes at `pos` into a fresh buffer (or `into`). */

@@ -21,6 +21,7 @@ import { toHex, type HashAlgo } from '../hash/algo.js';
 import {
   ContentSizeError,
   HashObjectError,
+  UnableToWriteObject,
   ObjectHasher,
   objectHeaderBytes,
 } from '../hash/hash-object.js';
@@ -289,20 +290,12 @@ function unstable(id: Uint8Array): HashObjectError {
 
 function createFailure(e: unknown, objectsDir: string): HashObjectError {
   const err = e as NodeJS.ErrnoException;
-  if (err.code === 'EACCES' || err.code === 'EPERM') {
-    return new HashObjectError(
-      'io',
-      'unable to write object',
+  if (err.code === 'EACCES' || err.code === 'EPERM')
+    return new UnableToWriteObject(
       [`insufficient permission for adding an object to repository database ${objectsDir}`],
-      { cause: e },
+      e,
     );
-  }
-  return new HashObjectError(
-    'io',
-    'unable to write object',
-    [`unable to create temporary file: ${errnoText(e)}`],
-    { cause: e },
-  );
+  return new UnableToWriteObject([`unable to create temporary file: ${errnoText(e)}`], e);
 }
 
 /** git's `finalize_object_file`: hard link into place (an existing object wins), else rename. */

@@ -5,6 +5,7 @@ import {
   ContentSizeError,
   HASH_CHUNK,
   HashObjectError,
+  UnableToWriteObject,
   ObjectHasher,
   ObjectTypeTable,
   checkObjectFormat,
@@ -416,7 +417,7 @@ export class Session {
   private writeFailure(e: unknown, label: string | undefined): Error {
     if (e instanceof ContentSizeError) return this.unable(label, e.details);
     if (e instanceof HashObjectError) {
-      if (e.message === 'unable to write object') return this.unable(label, e.details, e);
+      if (e instanceof UnableToWriteObject) return this.unable(label, e.details, e);
       return e;
     }
     const err = e as NodeJS.ErrnoException;
