@@ -815,6 +815,24 @@ describe('hash-object: configuration read without git config when it is plain', 
 });
 
 describe('hash-object -w', () => {
+  it("an object directory that cannot hold the object: git's two lines, exit 128, nothing written", async () => {
+    const ours = initRepo('w-ours-notdir', 'sha1');
+    const theirs = initRepo('w-git-notdir', 'sha1');
+    for (const r of [ours, theirs]) write(path.join(r, 'f'), 'hello\n');
+    const id = gitOk(['hash-object', 'f'], { cwd: theirs }).trim();
+    // objects/ce is a file: creating the temporary file in it fails with ENOTDIR in both.
+    for (const r of [ours, theirs]) write(path.join(r, '.git', 'objects', id.slice(0, 2)), '');
+    const a = await run('ours', ['-w', 'f'], { cwd: ours });
+    const b = await run('git', ['-w', 'f'], { cwd: theirs });
+    expect(b.stderr).toContain('unable to create temporary file');
+    expect([a.status, a.stderr, a.stdout.toString()]).toEqual([
+      b.status,
+      b.stderr,
+      b.stdout.toString(),
+    ]);
+    expect(a.status).toBe(128);
+  });
+
   it.each([['sha1'], ['sha256']] as const)(
     'loose and bulk-checkin objects in a %s repository, as git places them',
     async (format) => {
