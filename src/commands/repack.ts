@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { GitError, systemCallText, systemWhere } from '../errors.js';
+import { GitError, systemCallText, systemFields, systemWhere } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { acquireRepackLock, type RepoLock } from '../store/lock.js';
 import { recoverJournal } from '../store/journal.js';
@@ -96,18 +96,6 @@ export interface RepackResult {
   leftoversCleaned: string[];
   /** With `--auto`: what the check found, and whether the run went ahead. */
   auto?: AutoCheck | undefined;
-}
-
-/** An error of the file system, as Node throws them. */
-function isSystemError(e: unknown): e is NodeJS.ErrnoException {
-  const err = e as NodeJS.ErrnoException;
-  return (
-    !(e instanceof GitError) &&
-    err !== null &&
-    typeof err === 'object' &&
-    typeof err.code === 'string' &&
-    typeof err.syscall === 'string'
-  );
 }
 
 /** One run of `git repack-ts`: its lock, its temporary files, and what it has done so far. */
@@ -396,8 +384,9 @@ class RepackRun {
   }
 
   /** A system error (ENOSPC, EROFS, EIO…) as a GitError saying what it interrupted and what state it left. */
-  explain(e: unknown): unknown {
-    if (!isSystemError(e)) return e;
+  explain(err: unknown): unknown {
+    const e = systemFields(err);
+    if (e === undefined) return err;
     // A file of the repository (not one of ours) that is gone: someone else is removing files.
     const vanished =
       e.code === 'ENOENT' &&
