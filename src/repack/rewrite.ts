@@ -332,10 +332,9 @@ class PartitionRewrite implements EntryWriting, BatchFeeding {
         const e = r.error;
         const code = e.code === 'verify-failed' ? 'verify-failed' : 'bad-pack';
         // (the batch's message names no place)
+        const pack = plan.input.packs.find((p) => p.packPath === e.file);
         throw (
-          plan.input.packs
-            .find((p) => p.packPath === e.file)
-            ?.corruptObject(e.offset, e.message, code) ?? corrupt(code, e.file, e.offset, e.message)
+          pack?.entryError(e.offset, e.message, code) ?? corrupt(code, e.file, e.offset, e.message)
         );
       }
       await writeBatch(this, output.sink, b, r);

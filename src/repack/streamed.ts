@@ -86,9 +86,7 @@ export function copyStreaming(
   }
   if (crc !== pack.idx.crc(j)) {
     const what = 'entry does not match its CRC32 in the index';
-    throw (
-      pack.corruptObject(off, what, 'bad-pack') ?? corrupt('bad-pack', pack.packPath, off, what)
-    );
+    throw pack.entryError(off, what, 'bad-pack');
   }
 }
 
@@ -172,9 +170,7 @@ export async function reencodeStreaming(
     what: string,
     code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
     cause?: unknown,
-  ): GitError =>
-    pack.corruptObject(off, what, code, undefined, cause) ??
-    corrupt(code, pack.packPath, off, what, undefined, cause);
+  ): GitError => pack.entryError(off, what, code, cause);
   const objectHash = (): Hash => algo.create().update(objectHeaderBytes(typeName(type), size));
   const source = (put: (piece: Buffer) => Promise<void>, tap?: Hash): Promise<void> =>
     sourceObject(e, type, false, size, zstd, bad, put, tap, false);
@@ -237,9 +233,7 @@ export async function zstdStreaming(
     what: string,
     code: 'bad-pack' | 'bad-object' | 'verify-failed' = 'bad-object',
     cause?: unknown,
-  ): GitError =>
-    pack.corruptObject(off, what, code, undefined, cause) ??
-    corrupt(code, pack.packPath, off, what, undefined, cause);
+  ): GitError => pack.entryError(off, what, code, cause);
   const dataHash = (): Hash =>
     delta ? algo.create() : algo.create().update(objectHeaderBytes(typeName(type), size));
   // Each piece is done with before the next is read (zstd copies what it keeps): one buffer each

@@ -357,6 +357,17 @@ export class Pack {
   }
 
   /**
+   * The error for the entry at `offset`: `corruptObject`'s, or the plain file-and-offset one
+   * when the index cannot say which object starts there.
+   */
+  entryError(offset: number, detail: string, code: ErrorCode, cause?: unknown): GitError {
+    return (
+      this.corruptObject(offset, detail, code, undefined, cause) ??
+      corrupt(code, this.packPath, offset, detail, undefined, cause)
+    );
+  }
+
+  /**
    * git's `packed object <id> (stored in <pack>) is corrupt` (packfile.c) for the entry at `offset`,
    * with our detail, the offset `at` (the entry's unless given) and the entry's type (read from its
    * header when not given); undefined when the index cannot say which object starts there.
