@@ -1,9 +1,10 @@
 // A/B of the rewrite between two builds (e.g. a worktree of the previous release against this one), interleaved
 // with git repack -a -d, each run on a fresh hard-linked copy; --no-fsck so that the rewrite alone is compared.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { copyRepo } from './copy-repo.mjs';
+import { timed as timedRun } from './timed.mjs';
 // usage: node bench/ab-builds.mjs <git-dir> <rounds> <old launcher> <new launcher>
 const [repoArg, runsArg, oldArg, newArg] = process.argv.slice(2);
 const runs = Number(runsArg ?? 3);
@@ -18,17 +19,7 @@ const env = {
 const OLD = oldArg,
   NEW = newArg;
 const gitP = ['-c', 'remote.origin.promisor=true', '-c', 'extensions.partialClone=origin'];
-function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], {
-    cwd,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-  });
-  if (r.status !== 0) throw new Error(argv.join(' ') + ' failed ' + r.stderr.slice(-500));
-  const [s, kb] = r.stderr.trim().split('\n').pop().split(' ').map(Number);
-  return { s, mb: kb / 1024 };
-}
+const timed = (argv, cwd) => timedRun(argv, { cwd, env });
 // second-run states, one per build
 const secondOf = {};
 for (const [name, bin] of [
@@ -91,7 +82,7 @@ for (let r = 0; r < runs; r++)
     try {
       const t = timed(argv(), cwd);
       (res.get(label) ?? res.set(label, []).get(label)).push(t);
-      process.stderr.write(`${r + 1} ${label} ${t.s} s ${t.mb.toFixed(0)} MiB\n`);
+      process.stderr.write(`${r + 1} ${label} ${t.secs} s ${t.mib.toFixed(0)} MiB\n`);
     } finally {
       fs.rmSync(cwd, { recursive: true, force: true });
     }
@@ -101,15 +92,15 @@ const med = (a) => {
   const s = [...a].sort((x, y) => x - y);
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
-const ref = med(res.get('git repack -a -d').map((t) => t.s));
+const ref = med(res.get('git repack -a -d').map((t) => t.secs));
 console.log(
   `${path.basename(path.dirname(gitDir))}: median of ${runs} interleaved rounds; load ${fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 );
 console.log('| command | wall s | min–max | vs git | peak RSS MiB |\n|---|---|---|---|---|');
 for (const [label] of cmds) {
   const ts = res.get(label);
-  const s = ts.map((t) => t.s);
+  const s = ts.map((t) => t.secs);
   console.log(
-    `| ${label} | ${med(s).toFixed(2)} | ${Math.min(...s).toFixed(2)}–${Math.max(...s).toFixed(2)} | ${(med(s) / ref).toFixed(2)}× | ${med(ts.map((t) => t.mb)).toFixed(0)} |`,
+    `| ${label} | ${med(s).toFixed(2)} | ${Math.min(...s).toFixed(2)}–${Math.max(...s).toFixed(2)} | ${(med(s) / ref).toFixed(2)}× | ${med(ts.map((t) => t.mib)).toFixed(0)} |`,
   );
 }

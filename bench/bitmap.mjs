@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyRepo } from './copy-repo.mjs';
+import { timed as timedRun } from './timed.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = path.join(ROOT, 'bin/git-repack-ts');
@@ -33,18 +34,7 @@ const load = () =>
     .replace(/.*load/, 'load');
 
 /** Wall seconds, and CPU seconds (user + system, children included: what load distorts least). */
-function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %U %S', ...argv], {
-    cwd,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-  });
-  if (r.status !== 0)
-    throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  const [secs, user, sys] = (r.stderr.trim().split('\n').pop() ?? '').split(' ').map(Number);
-  return { secs, cpu: user + sys };
-}
+const timed = (argv, cwd) => timedRun(argv, { cwd, env });
 
 const cases = [
   {

@@ -19,6 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyRepo } from './copy-repo.mjs';
+import { timed as timedRun } from './timed.mjs';
 
 // The command as git runs it: the launcher (bin/git-repack-ts), which also fixes glibc's mmap threshold.
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
@@ -32,23 +33,8 @@ const repo = path.resolve(repoArg);
 const gitDir = fs.existsSync(path.join(repo, '.git')) ? path.join(repo, '.git') : repo;
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 
-function timed(argv, cwd, runEnv = env) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], {
-    cwd,
-    env: runEnv,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-    maxBuffer: 1 << 30,
-  });
-  const last = r.stderr.trim().split('\n').pop() ?? '';
-  const [secs, kb, user, sys] = last.split(' ').map(Number);
-  if (r.status !== 0 && !argv.includes('--allow-fail')) {
-    throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
-  }
-  // CPU time (user + system, the command and the children it waited for): what a loaded
-  // machine distorts least.
-  return { secs, mb: kb / 1024, cpu: user + sys };
-}
+const timed = (argv, cwd, runEnv = env) =>
+  timedRun(argv, { cwd, env: runEnv, allowFail: argv.includes('--allow-fail') });
 
 /** A full copy (cp -a: every file its own, as a user's repository is) under BENCH_TMPDIR. */
 function fullCopy(from) {
@@ -245,7 +231,7 @@ for (let r = 0; r < runs; r++) {
         if (!results.has(label)) results.set(label, []);
         results.get(label).push(t);
         process.stderr.write(
-          `round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mb.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s\n`,
+          `round ${r + 1}/${runs} ${label}: ${t.secs.toFixed(2)} s ${t.mib.toFixed(0)} MiB, CPU ${t.cpu.toFixed(2)} s\n`,
         );
       } finally {
         if (s.cleanup) fs.rmSync(s.cwd, { recursive: true, force: true });
@@ -273,7 +259,7 @@ for (const g of groups) {
     const secs = ts.map((t) => t.secs);
     const cpu = median(ts.map((t) => t.cpu));
     console.log(
-      `| ${label} | ${median(secs).toFixed(2)} | ${Math.min(...secs).toFixed(2)}–${Math.max(...secs).toFixed(2)} | ${(median(secs) / ref).toFixed(2)}× | ${cpu.toFixed(2)} | ${(cpu / refCpu).toFixed(2)}× | ${median(ts.map((t) => t.mb)).toFixed(0)} |`,
+      `| ${label} | ${median(secs).toFixed(2)} | ${Math.min(...secs).toFixed(2)}–${Math.max(...secs).toFixed(2)} | ${(median(secs) / ref).toFixed(2)}× | ${cpu.toFixed(2)} | ${(cpu / refCpu).toFixed(2)}× | ${median(ts.map((t) => t.mib)).toFixed(0)} |`,
     );
   }
   console.log('');

@@ -14,11 +14,12 @@
 //              git repack -d packing the same objects from loose (fast-import unpacked them)
 //   loose      git repack-ts packing those objects from loose, against git repack -d on the same
 // Printed: a table of medians and ratios; the load (uptime) before and after.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { timed as timedRun } from './timed.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const BIN_DIR = path.resolve(HERE, '../bin');
@@ -80,18 +81,7 @@ function commitStream(repo, n) {
   return out.join('\n') + '\n';
 }
 
-function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', ...argv], {
-    cwd,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-  });
-  if (r.status !== 0)
-    throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-2000)}`);
-  const [secs, kb] = r.stderr.trim().split('\n').pop().split(' ').map(Number);
-  return { secs, mib: kb / 1024 };
-}
+const timed = (argv, cwd) => timedRun(argv, { cwd, env });
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);

@@ -6,13 +6,14 @@
 //   node bench/scale.mjs <repository> [runs=1] [group,...]
 // groups: rewrite, verify, inspect, walk, zstd (default: all). The repository is never
 // modified: each rewrite runs on a hard-linked copy under $TMPDIR (which needs room for a pack).
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { copyRepo } from './copy-repo.mjs';
+import { timed as timedRun } from './timed.mjs';
 
 const BIN = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../bin/git-repack-ts');
 const [repoArg, runsArg, groupsArg] = process.argv.slice(2);
@@ -42,20 +43,7 @@ const packsOf = (d) =>
 const [pack] = packsOf(gitDir);
 const idx = pack.replace(/\.pack$/, '.idx');
 
-function timed(argv, cwd) {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', ...argv], {
-    cwd,
-    env,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    encoding: 'utf8',
-    maxBuffer: 1 << 30,
-  });
-  const last = r.stderr.trim().split('\n').pop() ?? '';
-  const [secs, kb, user, sys] = last.split(' ').map(Number);
-  if (r.status !== 0)
-    throw new Error(`${argv.join(' ')} failed (${r.status}):\n${r.stderr.slice(-2000)}`);
-  return { secs, mib: kb / 1024, cpu: user + sys };
-}
+const timed = (argv, cwd) => timedRun(argv, { cwd, env });
 
 /** The object set as a digest of the sorted ids (millions of ids: not kept as strings). */
 function objectDigest(dir) {
