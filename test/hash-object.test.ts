@@ -822,8 +822,12 @@ describe('hash-object -w', () => {
     const id = gitOk(['hash-object', 'f'], { cwd: theirs }).trim();
     // objects/ce is a file: creating the temporary file in it fails with ENOTDIR in both.
     for (const r of [ours, theirs]) write(path.join(r, '.git', 'objects', id.slice(0, 2)), '');
+    const tree = (): string[] =>
+      (fs.readdirSync(path.join(ours, '.git', 'objects'), { recursive: true }) as string[]).sort();
+    const before = tree();
     const a = await run('ours', ['-w', 'f'], { cwd: ours });
     const b = await run('git', ['-w', 'f'], { cwd: theirs });
+    expect(tree()).toEqual(before);
     expect(b.stderr).toContain('unable to create temporary file');
     expect([a.status, a.stderr, a.stdout.toString()]).toEqual([
       b.status,
