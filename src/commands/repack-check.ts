@@ -163,6 +163,7 @@ export function startChangedCheck(repo: Repository, scratchDirs: string[]): Chan
     dest: {
       write: git.write,
       ready: git.ready,
+      drained: git.drained,
       end: (s) => ((sent = s), git.end()),
       abort: git.kill,
     },

@@ -27,6 +27,8 @@ export interface ChangedDestination {
   write(chunk: Buffer, taken?: () => void): void;
   /** Undefined, or a promise that resolves once the destination has room again. */
   ready(): Promise<void> | undefined;
+  /** Resolves once all that was written has been handed on (see `IndexPackStream.drained`). */
+  drained(): Promise<void>;
   /** Everything is sent: what git must give back. */
   end(sent: ChangedPack): void;
   /** The rewrite failed. */
@@ -185,8 +187,11 @@ export function withChangedCheck(
     sink: tee,
     writes: inner.writes,
     ready: () => dest.ready(),
-    complete(makeIndex) {
+    async complete(makeIndex) {
       tee.end();
+      // git gets the rest of its input before the index is built: that work and our proof run
+      // on this thread without a turn of the event loop, and git would wait for them idle.
+      await dest.drained();
       return inner.complete(() => {
         const index = makeIndex();
         const whole = new Uint8Array(index.count);

@@ -169,6 +169,11 @@ export interface IndexPackStream {
   write(chunk: Buffer, taken?: () => void): void;
   /** Undefined, or a promise that resolves once git has read all but a few MiB of what was sent. */
   ready(): Promise<void> | undefined;
+  /**
+   * Resolves once everything sent is in the pipe (or git stopped reading): what git has not read
+   * then waits in the pipe, not in our memory, and no longer on our event loop.
+   */
+  drained(): Promise<void>;
   /** Everything is sent. */
   end(): void;
   /** The writing failed: git is stopped. */
@@ -262,18 +267,8 @@ export function indexPackStream(
       if (!closed) child.stdin.write(chunk, () => taken?.());
       else taken?.();
     },
-    ready: () => {
-      if (closed || child.stdin.writableLength <= UNREAD_LIMIT) return undefined;
-      return new Promise((resolve) => {
-        const done = (): void => {
-          child.stdin.off('drain', done);
-          child.stdin.off('close', done);
-          resolve();
-        };
-        child.stdin.on('drain', done);
-        child.stdin.on('close', done);
-      });
-    },
+    ready: () => (closed || child.stdin.writableLength <= UNREAD_LIMIT ? undefined : drain()),
+    drained: () => (closed || child.stdin.writableLength === 0 ? Promise.resolve() : drain()),
     end: () => {
       if (!closed) child.stdin.end();
     },
@@ -284,6 +279,17 @@ export function indexPackStream(
     },
     result: settled,
   };
+  function drain(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        child.stdin.off('drain', done);
+        child.stdin.off('close', done);
+        resolve();
+      };
+      child.stdin.on('drain', done);
+      child.stdin.on('close', done);
+    });
+  }
 }
 
 /** The complaints of git fsck that name a missing object, and where the id is in each. */
