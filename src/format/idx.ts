@@ -307,6 +307,8 @@ export interface IdxSource {
   copyId(i: number, out: Buffer, pos: number): void;
   offset(i: number): number;
   crc(i: number): number;
+  /** How many ids begin with each byte value, when the source has counted them already. */
+  fanout?: Uint32Array | undefined;
 }
 
 function arraySource(e: SortedEntries, len: number): IdxSource {
@@ -358,13 +360,16 @@ export function emitIdxV2(
   const head = Buffer.alloc(8 + FANOUT_BYTES);
   head.writeUInt32BE(IDX_MAGIC, 0);
   head.writeUInt32BE(2, 4);
-  const fan = new Uint32Array(256);
-  let large = 0;
-  for (let i = 0; i < n; i++) {
-    e.copyId(i, chunk, 0);
-    fan[chunk[0]!]!++;
-    if (isLarge(e.offset(i))) large++;
+  let fan = e.fanout;
+  if (fan === undefined) {
+    fan = new Uint32Array(256);
+    for (let i = 0; i < n; i++) {
+      e.copyId(i, chunk, 0);
+      fan[chunk[0]!]!++;
+    }
   }
+  let large = 0;
+  for (let i = 0; i < n; i++) if (isLarge(e.offset(i))) large++;
   let acc = 0;
   for (let b = 0; b < 256; b++) {
     acc += fan[b]!;

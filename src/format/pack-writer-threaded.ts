@@ -15,6 +15,9 @@ import type { Finished, PackSink } from './pack-writer.js';
  * side, a ring of shared buffers filled here and written, hashed and fsynced there.
  */
 
+/** Pieces up to this many bytes are copied into the ring byte by byte (`append`). */
+const SMALL = 32;
+
 /** Layout of the shared control words of a `ThreadedPackWriter` with K ring buffers. */
 export const CTL = {
   /** Word k (k < K): 0 while buffer k is the writer's to fill, 1 once handed to the thread. */
@@ -210,10 +213,19 @@ export class ThreadedPackWriter implements PackSink {
   }
 
   private append(data: Buffer, start: number, end: number): void {
+    // An entry's header (a few bytes) by hand: `copy` and `set` cost more to call than that.
+    if (end - start <= SMALL && this.used + (end - start) < this.bufferSize) {
+      const v = this.views[this.k]!;
+      let u = this.used;
+      for (let p = start; p < end; p++) v[u++] = data[p]!;
+      this.used = u;
+      this.offset += end - start;
+      return;
+    }
     let p = start;
     while (p < end) {
       const n = Math.min(end - p, this.bufferSize - this.used);
-      data.copy(this.views[this.k]!, this.used, p, p + n);
+      this.views[this.k]!.set(data.subarray(p, p + n), this.used);
       this.used += n;
       p += n;
       if (this.used === this.bufferSize) this.handOver(false);

@@ -123,17 +123,21 @@ export function newIndex(plan: Plan, outOffset: Offsets, outCrc: Uint32Array): N
   const { n, len } = plan;
   const sorted = sortedSelection(plan);
   const ref = { buf: new Uint8Array(0), pos: 0 };
-  for (let r = 1; r < n; r++) {
-    idOf(plan, sorted[r - 1]!, ref);
-    const a = ref.buf;
-    const ap = ref.pos;
+  // Each id against the one before it (strictly ascending), counting first bytes for the fanout.
+  const fanout = new Uint32Array(256);
+  let a = new Uint8Array(0);
+  let ap = 0;
+  for (let r = 0; r < n; r++) {
     idOf(plan, sorted[r]!, ref);
-    if (!idBelow(a, ap, ref.buf, ref.pos, len)) {
+    fanout[ref.buf[ref.pos]!]!++;
+    if (r > 0 && !idBelow(a, ap, ref.buf, ref.pos, len)) {
       throw new GitError(
         'verify-failed',
         `object ids out of order or duplicated in the new index at ${r}`,
       );
     }
+    a = ref.buf;
+    ap = ref.pos;
   }
   const source: IdxSource = {
     count: n,
@@ -144,6 +148,7 @@ export function newIndex(plan: Plan, outOffset: Offsets, outCrc: Uint32Array): N
     },
     offset: (r) => outOffset[sorted[r]!]!,
     crc: (r) => outCrc[sorted[r]!]!,
+    fanout,
   };
   return { count: n, source, sorted, outOrder: plan.outOrder, outOffset, outCrc };
 }
