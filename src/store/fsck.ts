@@ -167,7 +167,10 @@ export interface IndexPackStream {
    * be); once git has stopped reading, nothing more is sent.
    */
   write(chunk: Buffer, taken?: () => void): void;
-  /** Undefined, or a promise that resolves once git has read all but a few MiB of what was sent. */
+  /**
+   * Undefined when git has everything sent; else a promise to wait for before sending more: one
+   * turn of the event loop while git holds less than a few MiB unread, else until half of it is read.
+   */
   ready(): Promise<void> | undefined;
   /**
    * Resolves once everything sent is in the pipe (or git stopped reading): what git has not read
@@ -247,6 +250,7 @@ export function indexPackStream(
     });
   });
   let stopped = false;
+  let resume: (() => void) | undefined;
   // A SIGPIPE from a write into the pipe is raised during the write and handled at a later turn
   // of the event loop: the pipe counts as open until git's exit and the pipe's end have been seen
   // (no write after that) and a turn has passed. A run that stops git (kill) leaves it open: it
@@ -264,10 +268,22 @@ export function indexPackStream(
   settled.catch(() => undefined);
   return {
     write: (chunk, taken) => {
-      if (!closed) child.stdin.write(chunk, () => taken?.());
-      else taken?.();
+      if (closed) return taken?.();
+      child.stdin.write(chunk, () => {
+        taken?.();
+        // Over the limit, the rewrite resumes once git is down to half of it: git still has
+        // that much to read while the next entries are made.
+        if (resume !== undefined && child.stdin.writableLength <= UNREAD_LIMIT / 2) resume();
+      });
     },
-    ready: () => (closed || child.stdin.writableLength <= UNREAD_LIMIT ? undefined : drain()),
+    ready: () => {
+      const unread = closed ? 0 : child.stdin.writableLength;
+      if (unread === 0) return undefined;
+      // One turn of the event loop: libuv hands git what its socket takes (the rewrite's own
+      // turns are microtasks, which never let it write), so that git is not left idle while
+      // this thread works. Over the limit, we wait until git is down to half of it.
+      return unread <= UNREAD_LIMIT ? new Promise((res) => setImmediate(res)) : halfway();
+    },
     drained: () => (closed || child.stdin.writableLength === 0 ? Promise.resolve() : drain()),
     end: () => {
       if (!closed) child.stdin.end();
@@ -279,6 +295,17 @@ export function indexPackStream(
     },
     result: settled,
   };
+  function halfway(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        child.stdin.off('close', done);
+        resume = undefined;
+        resolve();
+      };
+      resume = done;
+      child.stdin.on('close', done);
+    });
+  }
   function drain(): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
