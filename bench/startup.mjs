@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Start-up on each supported Node.js line (scripts/node-lines.mjs), through the launcher as git
 // runs it: `git repack-ts --version`, and a rewrite with nothing to do (a copy of <repository>
-// already at --graph-compression=0), each with and without V8's compile cache (NODE_COMPILE_CACHE,
-// Node 22.1+; its first run fills the cache and is not timed). Rounds are interleaved; the median
+// already at --graph-compression=0), each with and without V8's compile cache (Node 22.1+: the
+// launcher's own, in the build's dist/compile-cache/, or NODE_DISABLE_COMPILE_CACHE=1; its first
+// run fills the cache and is not timed). Rounds are interleaved; the median
 // wall time and the mean CPU time (user+sys from GNU time, whose 10 ms steps a mean over many
 // rounds smooths) per row, with the load (uptime) before and after. Usage:
 //   node bench/startup.mjs <repository> [rounds]
@@ -23,7 +24,6 @@ if (!repoArg) {
 const rounds = Number(roundsArg ?? 9);
 const env = { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', LANG: 'C' };
 delete env.NODE_COMPILE_CACHE;
-const work = fs.mkdtempSync(path.join(os.tmpdir(), 'rts-startup-'));
 const repo = copyRepo(path.resolve(repoArg));
 execFileSync(BIN, ['-q', '--graph-compression=0'], { cwd: repo, env });
 
@@ -34,7 +34,7 @@ for (const line of Object.keys(NODE_LINES).map(Number)) {
     const e = {
       ...env,
       PATH: `${dir}:${env.PATH}`,
-      ...(cache ? { NODE_COMPILE_CACHE: path.join(work, `cache-${line}`) } : {}),
+      ...(cache ? {} : { NODE_DISABLE_COMPILE_CACHE: '1' }),
     };
     for (const [what, args] of [
       ['--version', ['--version']],
@@ -73,4 +73,4 @@ for (const r of rows)
   console.log(
     `| ${NODE_LINES[r.line]} | ${r.cache ? 'yes' : 'no'} | ${r.what} | ${median(r.wall).toFixed(3)} | ${mean(r.cpu).toFixed(3)} |`,
   );
-for (const d of [work, repo]) fs.rmSync(d, { recursive: true, force: true });
+fs.rmSync(repo, { recursive: true, force: true });

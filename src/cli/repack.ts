@@ -1,9 +1,7 @@
 import { resolve } from 'node:path';
+import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import { parseRepackOptions, resolveRepackOptions } from '../commands/options.js';
 import { repack, type RepackResult } from '../commands/repack.js';
-import { DEFAULT_ZSTD_LEVEL } from '../commands/zstd.js';
-import { zstdExportRepo } from '../api/zstd.js';
-import { DEFAULT_DICT_SIZE } from '../codec/dict.js';
 import type { LevelFlags } from '../repack/levels.js';
 import { parseArgs, positionals } from './args.js';
 import { UsageError } from './io.js';
@@ -178,6 +176,12 @@ async function runExport(
   flags: LevelFlags,
   ctx: CliContext,
 ): Promise<number> {
+  // The export's code is loaded only for an export: a rewrite, above all one with nothing to do,
+  // starts without it (issue 35).
+  const [{ DEFAULT_ZSTD_LEVEL }, { zstdExportRepo }] = await Promise.all([
+    import('../commands/zstd.js'),
+    import('../api/zstd.js'),
+  ]);
   const level = o.zstd === '' || o.zstd === undefined ? DEFAULT_ZSTD_LEVEL : Number(o.zstd);
   if (!Number.isInteger(level) || level < 1 || level > 22)
     throw new UsageError(`--zstd expects a level from 1 to 22, not '${o.zstd}'`, REPACK_USAGE);

@@ -14,19 +14,11 @@ import type { FsckMode } from '../store/fsck.js';
 import type { Repository } from '../store/repo.js';
 import type { Level, Levels } from '../repack/levels.js';
 import type { AutoRule } from '../repack/encoding.js';
-import { proveWrittenPack } from '../repack/prove.js';
-import { rewritePartition, type RewriteStats } from '../repack/rewrite.js';
-import { forcedThreads } from '../repack/pool.js';
+import type { RewriteStats } from '../repack/rewrite.js';
 import { autoCheck, type AutoCheck } from './repack-auto.js';
 import { recordProven, runTargets } from './repack-select.js';
-import { verifyPack } from './verify.js';
 import { openSources, promisorLines, selectSources, type Sources } from './repack-sources.js';
-import {
-  checkWithGitFsck,
-  startChangedCheck,
-  type ChangedCheck,
-  type WrittenPartition,
-} from './repack-check.js';
+import type { ChangedCheck, WrittenPartition } from './repack-check.js';
 import { bestEffort, installAndRemove, rewriteMidx, type Where } from './repack-install.js';
 import { newPackBitmap, type BitmapContext } from './repack-bitmap.js';
 
@@ -161,7 +153,9 @@ class RepackRun {
       (removing.size > 0 || toInstall.length > 0)
     ) {
       this.where.step = 'checking the rewritten repository with git fsck';
-      await checkWithGitFsck(repo, {
+      await (
+        await import('./repack-check.js')
+      ).checkWithGitFsck(repo, {
         onProgress: opts.onProgress && this.onProgress, // git's own progress, passed on
         mode: opts.fsck,
         toInstall,
@@ -216,6 +210,15 @@ class RepackRun {
   /** One new pack per partition (normal, promisor), written to temporary files; nothing installed. */
   private async writePartitions(src: Sources): Promise<WrittenPartition[]> {
     const { repo, opts } = this;
+    // The rewrite's code is loaded only when there is something to rewrite (issue 35: a run with
+    // nothing to do, --auto's and the no-op, starts without it).
+    const [{ rewritePartition }, { startChangedCheck }, { verifyPack }, { forcedThreads }] =
+      await Promise.all([
+        import('../repack/rewrite.js'),
+        import('./repack-check.js'),
+        import('./verify.js'),
+        import('../repack/pool.js'),
+      ]);
     const written: WrittenPartition[] = [];
     const kinds = (['normal', 'promisor'] as const).filter(
       (k) => src.parts[k].length > 0 || (k === 'normal' && src.looseIds.length > 0),
@@ -315,6 +318,7 @@ class RepackRun {
    */
   private async proveAndCheck(src: Sources, written: WrittenPartition[]): Promise<void> {
     const { repo, opts } = this;
+    const { proveWrittenPack } = await import('../repack/prove.js');
     const sourcePacks = written.map((x) => x.sources.map((s) => src.opened.get(s.base)!)); // sources are `pack-<hash>`: their base is their key
     const checks: Promise<void>[] = [];
     written.forEach(
