@@ -1,5 +1,6 @@
 import {
   closeSync,
+  constants,
   createReadStream,
   fstatSync,
   openSync,
@@ -14,7 +15,6 @@ import { pipeline } from 'node:stream/promises';
 import { GitError, corrupt } from '../errors.js';
 import { inflateLoose, inflateLooseHead, inflateStream, looseStreamError } from '../codec/zlib.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { readSmallFile } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
 
 export interface LooseObject {
@@ -71,18 +71,27 @@ const kept = new Map<string, { comp: Buffer; header: LooseHeader }>();
 let keptBytes = 0;
 const KEEP_FILE = 16 << 10;
 const KEEP_BYTES = 16 << 20;
+let keepRoom: Buffer | undefined;
+const { O_RDONLY, O_NONBLOCK } = constants;
 
 /**
  * The type a loose object's header names when it is none of git's four (written by `git
  * hash-object --literally -t <type>`): no pack can hold it. Undefined for the four, and for a
- * header that cannot be read (the reader that needs the object then says why). One open, fstat
- * and read of the file (never blocking on a FIFO: readSmallFile's O_NONBLOCK).
+ * header that cannot be read (the reader that needs the object then says why). One open and one
+ * read of the file: O_NONBLOCK, so a FIFO in its place never blocks; no fstat, for a short read is
+ * the end of a regular file, and anything else fails its header or, packed, its id.
  */
 export function unknownLooseType(file: string): string | undefined {
   try {
-    const got = readSmallFile(file, KEEP_FILE, true);
-    if (got === undefined || 'why' in got) return undefined;
-    const comp = got.data;
+    const room = (keepRoom ??= Buffer.allocUnsafeSlow(KEEP_FILE));
+    const fd = openSync(file, O_RDONLY | O_NONBLOCK);
+    let got: number;
+    try {
+      got = readSync(fd, room, 0, KEEP_FILE, 0);
+    } finally {
+      closeSync(fd);
+    }
+    const comp = room.subarray(0, got);
     // 65 bytes hold the header of any object to pack (headerOf); a longer one names another type
     let head = inflateLooseHead(comp.subarray(0, 512), 65, file);
     if (head.length === 65 && !head.includes(0))
@@ -95,8 +104,8 @@ export function unknownLooseType(file: string): string | undefined {
     const type = typeFromName(h.typeName);
     if (type === undefined) return h.typeName;
     // the whole file of an object to pack, kept with its header (parseLooseHeader's bound on it)
-    if (comp.length === got.st.size && h.len <= 65 && keptBytes + comp.length <= KEEP_BYTES) {
-      kept.set(file, { comp, header: { type, size: h.size, len: h.len } });
+    if (got < KEEP_FILE && h.len <= 65 && keptBytes + got <= KEEP_BYTES) {
+      kept.set(file, { comp: Buffer.from(comp), header: { type, size: h.size, len: h.len } });
       keptBytes += comp.length;
     }
   } catch {
