@@ -27,7 +27,8 @@ let lastDir: string | undefined;
 let lastPrefix = '';
 
 export function loosePath(objectsDir: string, id: Uint8Array): string {
-  const hex = toHex(id);
+  // (Buffer's native hex: toHex's string of 20 pieces is flattened again by each slice)
+  const hex = Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
   if (objectsDir !== lastDir) {
     // (hex parts have no '.' nor separator: join would change nothing after the prefix)
     lastPrefix = join(objectsDir, '00').slice(0, -2);
