@@ -156,7 +156,7 @@ export function installAndRemove(
   // Another git (a gc, a `git repack -A -d`, which do not take our lock) may remove the new
   // pack meanwhile; the old files may then hold the only copies (git's -A loosens unreachable
   // objects only when they are not loose already). So each removal first checks that every
-  // new pack is still there, as git's prune-packed checks the pack before each loose object.
+  // new pack is still there (loose objects: before each fan-out directory, see removeLoose).
   const newPacksThere = (what: string): void => {
     for (const x of i.written) {
       const b = join(packDir, x.final);

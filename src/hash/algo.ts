@@ -100,10 +100,24 @@ export function objectHeader(type: string, size: number): Buffer {
   return Buffer.from(`${type} ${size}\0`, 'latin1');
 }
 
-/** The object id of `content` as `type` (git's `hash_object_file`). */
+/** Header and content of a small object, laid end to end for one `digest` call. */
+const ONE_SHOT_MAX = 64 << 10;
+let oneShotRoom: Buffer | undefined;
+
+/**
+ * The object id of `content` as `type` (git's `hash_object_file`). A small object is hashed in
+ * one native call, without a Hash object (a loose object's check cost 28 µs with one, jq).
+ */
 export function hashObjectBuffer(algo: HashAlgo, type: string, content: Uint8Array): Buffer {
+  const head = `${type} ${content.length}\0`;
+  if (content.length <= ONE_SHOT_MAX && head.length <= 64) {
+    const room = (oneShotRoom ??= Buffer.allocUnsafeSlow(ONE_SHOT_MAX + 64));
+    const n = room.write(head, 0, 'latin1');
+    room.set(content, n);
+    return algo.digest(room.subarray(0, n + content.length));
+  }
   const h = algo.create();
-  h.update(objectHeader(type, content.length));
+  h.update(Buffer.from(head, 'latin1'));
   h.update(content);
   return h.digest();
 }

@@ -1,9 +1,8 @@
-import { statSync } from 'node:fs';
 import { GitError } from '../errors.js';
 import { toHex } from '../hash/algo.js';
 import { MAX_ENTRY_HEADER } from '../format/pack.js';
 import { deflateBound, storedZlibLength } from '../format/zlib-stored.js';
-import { loosePath } from '../store/loose.js';
+import { looseFileSize, loosePath } from '../store/loose.js';
 import type { EntryEncoding } from './encoding.js';
 import { isDirect, type Plan } from './plan.js';
 
@@ -53,9 +52,7 @@ export function outputEstimate(
     if (pi === plan.looseMark) {
       if (changed !== undefined) changed[s] = 1;
       bytes +=
-        MAX_ENTRY_HEADER +
-        (statSync(loosePath(plan.input.looseDir, plan.input.loose[j]!), { throwIfNoEntry: false })
-          ?.size ?? 0);
+        MAX_ENTRY_HEADER + looseFileSize(loosePath(plan.input.looseDir, plan.input.loose[j]!));
       continue;
     }
     const len = plan.entryLen[pi]![j]!;

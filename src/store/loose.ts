@@ -1,19 +1,20 @@
 import {
   closeSync,
+  constants,
   createReadStream,
   fstatSync,
   openSync,
   readFileSync,
   readSync,
   readdirSync,
+  statSync,
 } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { GitError, corrupt } from '../errors.js';
 import { inflateLoose, inflateLooseHead, inflateStream, looseStreamError } from '../codec/zlib.js';
 import { toHex, type HashAlgo } from '../hash/algo.js';
-import { openRegular } from './regular.js';
 import { typeFromName, type BaseType } from '../format/object-type.js';
 
 export interface LooseObject {
@@ -21,9 +22,19 @@ export interface LooseObject {
   data: Buffer;
 }
 
+/** `join(objectsDir, '')` of the last objectsDir: join's normalising, once a run, not per id. */
+let lastDir: string | undefined;
+let lastPrefix = '';
+
 export function loosePath(objectsDir: string, id: Uint8Array): string {
-  const hex = toHex(id);
-  return join(objectsDir, hex.slice(0, 2), hex.slice(2));
+  // (Buffer's native hex: toHex's string of 20 pieces is flattened again by each slice)
+  const hex = Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('hex');
+  if (objectsDir !== lastDir) {
+    // (hex parts have no '.' nor separator: join would change nothing after the prefix)
+    lastPrefix = join(objectsDir, '00').slice(0, -2);
+    lastDir = objectsDir;
+  }
+  return lastPrefix + hex.slice(0, 2) + sep + hex.slice(2);
 }
 
 /** `"<type> <size>\0"` at the start of a loose object (git's `parse_loose_header`). */
@@ -52,49 +63,61 @@ function splitLooseHeader(
 }
 
 /**
- * Loose files read whole by `unknownLooseType` (the selection's look at every header), kept for
- * `readLooseOrHeader` (the rewrite's) to take instead of reading each file again: one read per
- * file. Only files up to KEEP_FILE bytes, KEEP_BYTES in all; each is taken once. A loose object
- * never changes under its name, and the rewrite hashes what it packs.
+ * Loose files read whole by `unknownLooseType` (the selection's look at every header), kept with
+ * their header for `readLooseOrHeader` (the rewrite's) to take instead of reading each file again:
+ * one read per file. Only files up to KEEP_FILE bytes, KEEP_BYTES in all; each is taken once. A
+ * loose object never changes under its name, and the rewrite hashes what it packs.
  */
-const kept = new Map<string, Buffer>();
+const kept = new Map<string, { comp: Buffer; header: LooseHeader }>();
 let keptBytes = 0;
 const KEEP_FILE = 16 << 10;
 const KEEP_BYTES = 16 << 20;
 let keepRoom: Buffer | undefined;
+const { O_RDONLY, O_NONBLOCK } = constants;
 
 /**
  * The type a loose object's header names when it is none of git's four (written by `git
  * hash-object --literally -t <type>`): no pack can hold it. Undefined for the four, and for a
- * header that cannot be read (the reader that needs the object then says why).
+ * header that cannot be read (the reader that needs the object then says why). One open and one
+ * read of the file: O_NONBLOCK, so a FIFO in its place never blocks; no fstat, for a short read is
+ * the end of a regular file, and anything else fails its header or, packed, its id.
  */
 export function unknownLooseType(file: string): string | undefined {
   try {
-    const fd = openRegular(file); // never blocks on a FIFO
+    const room = (keepRoom ??= Buffer.allocUnsafeSlow(KEEP_FILE));
+    const fd = openSync(file, O_RDONLY | O_NONBLOCK);
+    let got: number;
     try {
-      const room = (keepRoom ??= Buffer.allocUnsafeSlow(KEEP_FILE));
-      const got = readSync(fd, room, 0, KEEP_FILE, 0);
-      const comp = room.subarray(0, got);
-      let head = inflateLooseHead(comp.subarray(0, 512), 4096, file);
-      // A type name longer than that: 512 bytes of deflate inflate to at most ~530 KiB.
-      if (head.length === 4096 && !head.includes(0))
-        head = inflateLooseHead(comp.subarray(0, 512), 1 << 20, file);
-      const h = splitLooseHeader(head, head.length);
-      if (h !== undefined && typeFromName(h.typeName) === undefined) return h.typeName;
-      // the whole file of an object to pack (a short read, and nothing after it), kept
-      if (h !== undefined && got < KEEP_FILE && keptBytes + got <= KEEP_BYTES) {
-        if (readSync(fd, room, got, 1, got) === 0) {
-          kept.set(file, Buffer.from(comp));
-          keptBytes += got;
-        }
-      }
+      got = readSync(fd, room, 0, KEEP_FILE, 0);
     } finally {
       closeSync(fd);
+    }
+    const comp = room.subarray(0, got);
+    // 65 bytes hold the header of any object to pack (headerOf); a longer one names another type
+    let head = inflateLooseHead(comp.subarray(0, 512), 65, file);
+    if (head.length === 65 && !head.includes(0))
+      head = inflateLooseHead(comp.subarray(0, 512), 4096, file);
+    // A type name longer than that: 512 bytes of deflate inflate to at most ~530 KiB.
+    if (head.length === 4096 && !head.includes(0))
+      head = inflateLooseHead(comp.subarray(0, 512), 1 << 20, file);
+    const h = splitLooseHeader(head, head.length);
+    if (h === undefined) return undefined;
+    const type = typeFromName(h.typeName);
+    if (type === undefined) return h.typeName;
+    // the whole file of an object to pack, kept with its header (parseLooseHeader's bound on it)
+    if (got < KEEP_FILE && h.len <= 65 && keptBytes + got <= KEEP_BYTES) {
+      kept.set(file, { comp: Buffer.from(comp), header: { type, size: h.size, len: h.len } });
+      keptBytes += comp.length;
     }
   } catch {
     return undefined;
   }
   return undefined;
+}
+
+/** The size of a loose object's file: the kept one's, else stat's (0 when it is gone). */
+export function looseFileSize(file: string): number {
+  return kept.get(file)?.comp.length ?? statSync(file, { throwIfNoEntry: false })?.size ?? 0;
 }
 
 /**
@@ -167,10 +190,11 @@ export function readLooseOrHeader(
 ): { object: LooseObject } | { header: LooseHeader } {
   return asLooseError(file, () => {
     const whole = kept.get(file);
-    if (whole !== undefined && whole.length <= max) {
+    if (whole !== undefined && whole.comp.length <= max) {
       kept.delete(file);
-      keptBytes -= whole.length;
-      return { object: decodeLoose(whole, file) };
+      keptBytes -= whole.comp.length;
+      const { comp, header: h } = whole;
+      return { object: { type: h.type, data: inflateLoose(comp, h.len, h.size, file) } };
     }
     const fd = openSync(file, 'r');
     try {

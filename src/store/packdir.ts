@@ -358,26 +358,42 @@ export function makeViewDir(objectsDir: string): string {
   return mkdtempSync(join(objectsDir, `tmp_view_${TMP_TAG}${process.pid}_`));
 }
 
+/** rmdir refuses a directory that is not empty: no listing first (prune-packed's prune_subdir). */
+function removeIfEmpty(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // not empty or gone: fine
+  }
+}
+
+/** Files removed between two calls of removeLoose's `beforeEach` at most. */
+const LOOSE_CHECK_EVERY = 32;
+
 /**
- * Removes loose object files that are now packed, then empty fan-out directories (like
- * `prune-packed`); `beforeEach` may throw to stop (the pack holding them vanished).
+ * Removes loose object files that are now packed, a fan-out directory after another, each
+ * directory as soon as its files are gone if that leaves it empty (`prune-packed`'s
+ * prune_subdir, which follows each directory's files). `beforeEach` may throw to stop (the pack
+ * holding them vanished); it runs before each directory's first file and every
+ * LOOSE_CHECK_EVERY files: two existence checks per file were a third of the removal's system
+ * calls (git's prune_packed_objects checks the pack it has open, never the files).
  */
 export function removeLoose(objectsDir: string, files: string[], beforeEach?: () => void): number {
   let n = 0;
-  const dirs = new Set<string>();
-  for (const f of files) {
-    beforeEach?.();
-    if (unlinkIfExists(f)) n++;
-    dirs.add(join(f, '..'));
-  }
-  // rmdir refuses a directory that is not empty: no listing first (prune-packed's prune_subdir)
-  for (const d of dirs) {
-    try {
-      rmdirSync(d);
-    } catch {
-      // not empty or gone: fine
+  let since = LOOSE_CHECK_EVERY;
+  let dir: string | undefined;
+  for (const f of [...files].sort()) {
+    const d = dirname(f);
+    if (d !== dir || since >= LOOSE_CHECK_EVERY) {
+      if (d !== dir && dir !== undefined) removeIfEmpty(dir);
+      beforeEach?.();
+      since = 0;
     }
+    dir = d;
+    since++;
+    if (unlinkIfExists(f)) n++;
   }
+  if (dir !== undefined) removeIfEmpty(dir);
   fsyncDir(objectsDir);
   return n;
 }
