@@ -1,6 +1,7 @@
 import { killOnSignal, pipeToChild } from '../cleanup.js';
 import { spawn, spawnSync } from 'node:child_process';
 import { StringDecoder } from 'node:string_decoder';
+import type { Writable } from 'node:stream';
 import { KilledBySignal } from '../cleanup.js';
 import { errnoText } from '../errors.js';
 
@@ -250,7 +251,6 @@ export function indexPackStream(
     });
   });
   let stopped = false;
-  let resume: (() => void) | undefined;
   // A SIGPIPE from a write into the pipe is raised during the write and handled at a later turn
   // of the event loop: the pipe counts as open until git's exit and the pipe's end have been seen
   // (no write after that) and a turn has passed. A run that stops git (kill) leaves it open: it
@@ -266,25 +266,9 @@ export function indexPackStream(
       }),
   );
   settled.catch(() => undefined);
+  const feed = stdinFeed(child.stdin, () => closed);
   return {
-    write: (chunk, taken) => {
-      if (closed) return taken?.();
-      child.stdin.write(chunk, () => {
-        taken?.();
-        // Over the limit, the rewrite resumes once git is down to half of it: git still has
-        // that much to read while the next entries are made.
-        if (resume !== undefined && child.stdin.writableLength <= UNREAD_LIMIT / 2) resume();
-      });
-    },
-    ready: () => {
-      const unread = closed ? 0 : child.stdin.writableLength;
-      if (unread === 0) return undefined;
-      // One turn of the event loop: libuv hands git what its socket takes (the rewrite's own
-      // turns are microtasks, which never let it write), so that git is not left idle while
-      // this thread works. Over the limit, we wait until git is down to half of it.
-      return unread <= UNREAD_LIMIT ? new Promise((res) => setImmediate(res)) : halfway();
-    },
-    drained: () => (closed || child.stdin.writableLength === 0 ? Promise.resolve() : drain()),
+    ...feed,
     end: () => {
       if (!closed) child.stdin.end();
     },
@@ -295,28 +279,50 @@ export function indexPackStream(
     },
     result: settled,
   };
-  function halfway(): Promise<void> {
-    return new Promise((resolve) => {
+}
+
+/**
+ * The sending side of `indexPackStream` on git's stdin: `write`, `ready` and `drained` as the
+ * interface describes them; `closed` says git stopped reading.
+ */
+function stdinFeed(
+  stdin: Writable,
+  closed: () => boolean,
+): Pick<IndexPackStream, 'write' | 'ready' | 'drained'> {
+  let resume: (() => void) | undefined;
+  /** Resolves when `stdin` is down to `UNREAD_LIMIT / 2` (`halfway`) or empty, or closed. */
+  const until = (event: 'drain' | undefined): Promise<void> =>
+    new Promise((resolve) => {
       const done = (): void => {
-        child.stdin.off('close', done);
+        if (event !== undefined) stdin.off(event, done);
+        stdin.off('close', done);
         resume = undefined;
         resolve();
       };
-      resume = done;
-      child.stdin.on('close', done);
+      if (event !== undefined) stdin.on(event, done);
+      else resume = done;
+      stdin.on('close', done);
     });
-  }
-  function drain(): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        child.stdin.off('drain', done);
-        child.stdin.off('close', done);
-        resolve();
-      };
-      child.stdin.on('drain', done);
-      child.stdin.on('close', done);
-    });
-  }
+  return {
+    write: (chunk, taken) => {
+      if (closed()) return taken?.();
+      stdin.write(chunk, () => {
+        taken?.();
+        // Over the limit, the rewrite resumes once git is down to half of it: git still has
+        // that much to read while the next entries are made.
+        if (resume !== undefined && stdin.writableLength <= UNREAD_LIMIT / 2) resume();
+      });
+    },
+    ready: () => {
+      const unread = closed() ? 0 : stdin.writableLength;
+      if (unread === 0) return undefined;
+      // One turn of the event loop: libuv hands git what its socket takes (the rewrite's own
+      // turns are microtasks, which never let it write), so that git is not left idle while
+      // this thread works. Over the limit, we wait until git is down to half of it.
+      return unread <= UNREAD_LIMIT ? new Promise((res) => setImmediate(res)) : until(undefined);
+    },
+    drained: () => (closed() || stdin.writableLength === 0 ? Promise.resolve() : until('drain')),
+  };
 }
 
 /** The complaints of git fsck that name a missing object, and where the id is in each. */
