@@ -290,7 +290,7 @@ function stdinFeed(
   closed: () => boolean,
 ): Pick<IndexPackStream, 'write' | 'ready' | 'drained'> {
   let resume: (() => void) | undefined;
-  /** Resolves when `stdin` is down to `UNREAD_LIMIT / 2` (`halfway`) or empty, or closed. */
+  /** Resolves when `stdin` is empty (`drain`), or else down to `UNREAD_LIMIT / 2`, or closed. */
   const until = (event: 'drain' | undefined): Promise<void> =>
     new Promise((resolve) => {
       const done = (): void => {
